@@ -1,0 +1,88 @@
+"""`beamcrawl <command> CRAWL_DIR [options] [beam pipeline options]`.
+
+Each command is a module of `pipelines` with `add_arguments(parser)` and
+`run(args, cfg, now, beam_args) -> exit code`; `python -m pipelines.<name>` runs the same code.
+Options every command accepts: `--conf FILE`, `-D key=value`, `--now T`. Beam options pass
+through. User errors print one line on stderr and exit 2, with no traceback.
+"""
+
+import argparse
+import importlib
+import logging
+import sys
+from typing import List, Optional
+
+COMMANDS = {
+    'inject': 'pipelines.inject',
+    'readdb': 'pipelines.readdb',
+}
+ALIASES = {}
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a usage error in one line and exits 2."""
+
+    def error(self, message):
+        self.exit(2, f'{self.prog}: error: {message} (see --help)\n')
+
+
+def setup_logging() -> None:
+    """Human logs on stderr: our INFO progress lines, only warnings from Beam."""
+    logging.basicConfig(level=logging.INFO, format='%(asctime)s %(levelname)s %(message)s',
+                        datefmt='%H:%M:%S', stream=sys.stderr, force=True)
+    for noisy in ('apache_beam', 'absl'):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def run_command(name: str, argv: List[str]) -> int:
+    """Runs one command with its arguments; returns the exit code."""
+    setup_logging()
+    from transforms.config import load_config  # after logging: Beam logs while importing
+    from transforms.errors import UserError
+    from transforms.policy.urls import RuleError
+    from transforms.runtime import parse_now, split_beam_args
+    module = importlib.import_module(COMMANDS[name])
+    prog = f'beamcrawl {name}'
+    parser = _Parser(prog=prog, allow_abbrev=False, description=module.__doc__.split('\n')[0])
+    parser.add_argument('--conf', metavar='FILE',
+                        help='site config (YAML or nutch-site.xml) over crawler-default.yaml')
+    parser.add_argument('-D', dest='defines', action='append', default=[], metavar='KEY=VALUE',
+                        help='set a config key (wins over --conf); repeatable')
+    parser.add_argument('--now', metavar='T',
+                        help='current time: ISO-8601 with zone, or epoch ms (default: wall clock)')
+    module.add_arguments(parser)
+    ours, beam_args = split_beam_args(argv, parser)
+    args = parser.parse_args(ours)
+    try:
+        cfg = load_config(args.conf, args.defines)
+        now = parse_now(args.now)
+        return module.run(args, cfg, now, beam_args)
+    except UserError as e:
+        print(f'{prog}: {e}', file=sys.stderr)
+        return e.exit_code
+    except RuleError as e:
+        print(f'{prog}: rule file error: {e}', file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f'{prog}: interrupted', file=sys.stderr)
+        return 130
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    names = sorted(COMMANDS) + sorted(ALIASES)
+    if not argv or argv[0] in ('-h', '--help'):
+        print('usage: beamcrawl <command> CRAWL_DIR [options] [beam pipeline options]\n'
+              f'commands: {", ".join(names)}\n'
+              "'beamcrawl <command> --help' describes a command.")
+        return 0 if argv else 2
+    name = ALIASES.get(argv[0], argv[0])
+    if name not in COMMANDS:
+        print(f"beamcrawl: unknown command '{argv[0]}' (commands: {', '.join(names)})",
+              file=sys.stderr)
+        return 2
+    return run_command(name, argv[1:])
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,84 @@
+"""Shared fixtures: the test web, the pinned local runner, config, CLI helpers."""
+
+import os
+import subprocess
+import sys
+from typing import List
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from tests.testweb import TestWeb, html_page, redirect, Page  # noqa: E402
+
+
+def _default_sites():
+    """A small multi-host web; later tests add hosts and pages with `testweb.add`."""
+    return {
+        'www.a.test': {
+            '/robots.txt': Page(body=b'User-agent: *\nDisallow: /private/\n',
+                                content_type='text/plain'),
+            '/': html_page('A home', links=['/page1.html', 'http://b.test/', '/private/x']),
+            '/page1.html': html_page('A page 1', links=['/']),
+            '/private/x': html_page('private'),
+        },
+        'b.test': {
+            '/': html_page('B home', links=['http://www.a.test/']),
+            '/old': redirect('http://b.test/'),
+            '/gone': Page(status=410, body=b'gone'),
+            '/error': Page(status=500, body=b'boom'),
+        },
+    }
+
+
+@pytest.fixture(scope='session')
+def testweb():
+    """The multi-host test web (session-wide). Its request log is cleared for each user."""
+    web = TestWeb(_default_sites()).start()
+    yield web
+    web.stop()
+
+
+@pytest.fixture
+def web(testweb):
+    testweb.clear_log()
+    return testweb
+
+
+@pytest.fixture
+def runner():
+    """The runner beamcrawl pins when no --runner is given."""
+    from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+    return FnApiRunner()
+
+
+@pytest.fixture
+def cfg():
+    from transforms.config import load_config
+    return load_config(defines=['domain.extra.suffixes=test'])
+
+
+def run_cli(*args: str, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess:
+    """Runs `python -m pipelines.cli ARGS` in a subprocess (exit codes and stderr as a user sees
+    them)."""
+    proc = subprocess.run([sys.executable, '-m', 'pipelines.cli', *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f'beamcrawl {" ".join(args)} exited {proc.returncode}:\n'
+                             f'{proc.stdout}\n{proc.stderr}')
+    return proc
+
+
+def write_seeds(path, lines: List[str]) -> str:
+    with open(path, 'w', encoding='utf-8') as f:
+        f.write('\n'.join(lines) + '\n')
+    return str(path)
+
+
+def read_db(crawl_dir) -> dict:
+    """url → record of the crawldb's readable version, read with plain fastavro."""
+    from transforms.dbio import iter_records
+    from transforms.layout import CrawlLayout
+    return {r['url']: r for r in iter_records(CrawlLayout(str(crawl_dir)).crawldb.part_files())}

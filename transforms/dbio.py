@@ -1,0 +1,103 @@
+"""Reading and writing crawl-dir parts as Avro, and the write-aside / install update cycle."""
+
+import contextlib
+import logging
+from typing import Iterator, List
+
+import apache_beam as beam
+import fastavro
+from apache_beam.io.avroio import ReadFromAvro, WriteToAvro
+from apache_beam.io.filesystems import FileSystems
+
+from transforms import layout
+from transforms.errors import InputError
+from transforms.records import complete_datum
+
+__all__ = ['check_avro_files', 'ReadParts', 'ReadCrawlDb', 'WriteParts', 'db_update',
+           'iter_records']
+
+log = logging.getLogger('beamcrawl')
+
+
+def check_avro_files(paths: List[str]) -> None:
+    """Fails fast, naming the file, when a part is not a readable Avro file."""
+    for path in paths:
+        try:
+            with FileSystems.open(path) as f:
+                reader = fastavro.reader(f)
+                next(iter(reader), None)
+        except Exception as e:  # pylint: disable=broad-except  (any decoder error means corrupt)
+            raise InputError(f'{path}: not a readable Avro file ({type(e).__name__}: {e})') \
+                from None
+
+
+def iter_records(paths: List[str]) -> Iterator[dict]:
+    """Records of Avro part files, read in the driver (small reads: lookups, scratch output)."""
+    for path in paths:
+        with FileSystems.open(path) as f:
+            yield from fastavro.reader(f)
+
+
+class ReadParts(beam.PTransform):
+    """Records of a list of Avro part files (empty PCollection for an empty list).
+
+    The files are checked in the driver first, so a corrupt input fails fast with its name.
+    """
+
+    def __init__(self, paths: List[str]):
+        super().__init__()
+        self.paths = list(paths)
+        check_avro_files(self.paths)
+
+    def expand(self, pbegin):
+        if not self.paths:
+            return pbegin | 'Empty' >> beam.Create([])
+        if len(self.paths) == 1:
+            return pbegin | 'Read' >> ReadFromAvro(self.paths[0])
+        return (pbegin | 'Paths' >> beam.Create(self.paths)
+                | 'Read' >> beam.io.avroio.ReadAllFromAvro())
+
+
+class ReadCrawlDb(beam.PTransform):
+    """CrawlDatum records of the readable crawldb version, with every field present."""
+
+    def __init__(self, db: layout.DbLayout):
+        super().__init__()
+        self.read = ReadParts(db.part_files())
+
+    def expand(self, pbegin):
+        return pbegin | 'ReadDb' >> self.read | 'Complete' >> beam.Map(complete_datum)
+
+
+class WriteParts(beam.PTransform):
+    """Writes records as `<directory>/part-NNNNN.avro` (deflate)."""
+
+    def __init__(self, directory: str, schema: dict, num_shards: int = 0):
+        super().__init__()
+        self.directory = directory
+        self.schema = schema
+        self.num_shards = num_shards
+
+    def expand(self, pcoll):
+        return pcoll | 'WriteAvro' >> WriteToAvro(
+            FileSystems.join(self.directory, layout.PART_PREFIX), schema=self.schema,
+            codec='deflate', file_name_suffix=layout.PART_SUFFIX,
+            shard_name_template='-SSSSS', num_shards=self.num_shards)
+
+
+@contextlib.contextmanager
+def db_update(db: layout.DbLayout, *, keep_backup: bool, command: str) -> Iterator[str]:
+    """Holds the database lock, yields a fresh directory to write the new version into, and
+    installs it when the block ends without error (otherwise removes it)."""
+    with db.lock(command):
+        db.recover()
+        new_dir = db.new_version_dir()
+        try:
+            yield new_dir
+        except BaseException:
+            layout.delete(new_dir)
+            raise
+        if not layout.list_files(FileSystems.join(new_dir, layout.PART_GLOB)):
+            raise RuntimeError(f'{new_dir}: the pipeline wrote no part file; not installed')
+        db.install(new_dir, keep_backup=keep_backup)
+        log.info('installed %s', db.current)

@@ -1,0 +1,217 @@
+"""The crawl directory (CONTRACT.md §3): every path, the update lock and atomic installs.
+
+Nothing else in the project builds a crawl-dir path. Every file operation goes through
+`apache_beam.io.filesystems.FileSystems`, so a crawl dir on a shared filesystem works on a
+cluster runner; the lock file is created exclusively (O_EXCL) where the filesystem is local.
+Locks and installs run in the driver program, never inside a DoFn.
+
+A database (crawldb, linkdb) is updated by writing a complete new version beside `current/`,
+then, under the lock: `old/` is removed, `current/` becomes `old/`, the new version becomes
+`current/`. A process killed at any point leaves a readable database: before the renames the
+old `current/` is untouched; between them `old/` holds the previous version, which readers fall
+back to and the next updater moves back into place.
+"""
+
+import datetime
+import getpass
+import os
+import socket
+import time
+import uuid
+from typing import List, Optional
+
+from apache_beam.io.filesystem import BeamIOError
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.io.localfilesystem import LocalFileSystem
+
+from transforms.errors import LockedError
+
+__all__ = ['CrawlLayout', 'DbLayout', 'DbLock', 'PART_GLOB', 'exists', 'list_files',
+           'delete', 'mkdirs', 'rename']
+
+PART_GLOB = 'part-*.avro'
+PART_PREFIX = 'part'
+PART_SUFFIX = '.avro'
+_TMP_PREFIX = '.tmp-'
+
+
+def _join(*parts: str) -> str:
+    return FileSystems.join(*parts)
+
+
+def exists(path: str) -> bool:
+    return FileSystems.exists(path)
+
+
+def mkdirs(path: str) -> None:
+    """Creates a directory (and parents); no error if it exists."""
+    if FileSystems.exists(path):
+        return
+    try:
+        FileSystems.mkdirs(path)
+    except (IOError, BeamIOError):
+        if not FileSystems.exists(path):
+            raise
+
+
+def delete(path: str) -> None:
+    """Deletes a file or a directory tree; no error if it is absent."""
+    if FileSystems.exists(path):
+        FileSystems.delete([path])
+
+
+def rename(src: str, dst: str) -> None:
+    FileSystems.rename([src], [dst])
+
+
+def list_files(pattern: str) -> List[str]:
+    """Paths matching a glob pattern, sorted; empty when nothing matches."""
+    result = FileSystems.match([pattern])[0]
+    return sorted(m.path for m in result.metadata_list)
+
+
+def _is_local(path: str) -> bool:
+    return isinstance(FileSystems.get_filesystem(path), LocalFileSystem)
+
+
+class DbLock:
+    """The `.locked` file of a database, held while an update runs.
+
+    Used as a context manager. A second updater finds the file and gets a LockedError that names
+    it. The file records who holds it, so a stale lock left by a killed process can be told apart.
+    """
+
+    def __init__(self, path: str, command: str = ''):
+        self.path = path
+        self.command = command
+        self._held = False
+
+    def _describe(self) -> bytes:
+        return (f'pid={os.getpid()} host={socket.gethostname()} user={getpass.getuser()} '
+                f'since={datetime.datetime.now(datetime.timezone.utc).isoformat()} '
+                f'command={self.command}\n').encode('utf-8')
+
+    def acquire(self) -> None:
+        mkdirs(os.path.dirname(self.path) if _is_local(self.path) else FileSystems.split(self.path)[0])
+        if _is_local(self.path):
+            try:
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                raise self._locked() from None
+            with os.fdopen(fd, 'wb') as f:
+                f.write(self._describe())
+        else:
+            if FileSystems.exists(self.path):
+                raise self._locked()
+            with FileSystems.create(self.path) as f:
+                f.write(self._describe())
+        self._held = True
+
+    def _locked(self) -> LockedError:
+        holder = ''
+        try:
+            with FileSystems.open(self.path) as f:
+                holder = f.read(300).decode('utf-8', 'replace').strip()
+        except (IOError, BeamIOError):
+            pass
+        return LockedError(
+            f'{self.path} exists: another update is running'
+            f'{" (" + holder + ")" if holder else ""}; if no update is running, '
+            f'a killed one left it behind: delete {self.path} and run again')
+
+    def release(self) -> None:
+        if self._held:
+            delete(self.path)
+            self._held = False
+
+    def __enter__(self) -> 'DbLock':
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+class DbLayout:
+    """A versioned database directory: crawldb/ or linkdb/."""
+
+    def __init__(self, path: str, kind: str):
+        self.path = path
+        self.kind = kind
+        self.current = _join(path, 'current')
+        self.old = _join(path, 'old')
+        self.lock_path = _join(path, '.locked')
+
+    def lock(self, command: str = '') -> DbLock:
+        return DbLock(self.lock_path, command)
+
+    def readable_dir(self) -> Optional[str]:
+        """The version to read: current/, or old/ if an install was cut off; None if empty."""
+        for candidate in (self.current, self.old):
+            if FileSystems.exists(candidate):
+                return candidate
+        return None
+
+    def part_files(self) -> List[str]:
+        """The part files of the readable version (empty list for a new database)."""
+        directory = self.readable_dir()
+        return list_files(_join(directory, PART_GLOB)) if directory else []
+
+    def new_version_dir(self) -> str:
+        """A fresh directory name beside current/ for a version being written."""
+        return _join(self.path, f'{_TMP_PREFIX}{self.kind}-{uuid.uuid4().hex[:12]}')
+
+    def recover(self) -> None:
+        """Under the lock: finish an install that was cut off and remove abandoned versions."""
+        if not FileSystems.exists(self.current) and FileSystems.exists(self.old):
+            rename(self.old, self.current)
+        if FileSystems.exists(self.path):
+            for path in _children(self.path):
+                if os.path.basename(path.rstrip('/')).startswith(_TMP_PREFIX):
+                    delete(path)
+
+    def install(self, new_dir: str, keep_backup: bool) -> None:
+        """Under the lock: new_dir becomes current/, the previous current/ becomes old/."""
+        if FileSystems.exists(self.current):
+            delete(self.old)
+            rename(self.current, self.old)
+        rename(new_dir, self.current)
+        if not keep_backup:
+            delete(self.old)
+
+
+def _children(directory: str) -> List[str]:
+    """Immediate children (files and directories) of a directory."""
+    if _is_local(directory):
+        return sorted(os.path.join(directory, n) for n in os.listdir(directory))
+    prefix = directory.rstrip('/') + '/'
+    names = set()
+    for path in list_files(prefix + '*'):
+        names.add(prefix + path[len(prefix):].split('/', 1)[0])
+    return sorted(names)
+
+
+class CrawlLayout:
+    """Every path of a crawl directory."""
+
+    SEGMENT_PARTS = ('crawl_generate', 'crawl_fetch', 'content', 'parse_text', 'parse_data',
+                     'crawl_parse')
+
+    def __init__(self, crawl_dir: str):
+        self.root = crawl_dir.rstrip('/') if len(crawl_dir) > 1 else crawl_dir
+        self.crawldb = DbLayout(_join(self.root, 'crawldb'), 'crawldb')
+        self.linkdb = DbLayout(_join(self.root, 'linkdb'), 'linkdb')
+        self.segments = _join(self.root, 'segments')
+        self.tmp = _join(self.root, '.tmp')
+
+    def segment(self, name: str) -> str:
+        return _join(self.segments, name)
+
+    def segment_part(self, segment: str, part: str) -> str:
+        if part not in self.SEGMENT_PARTS:
+            raise ValueError(part)
+        return _join(self.segment(segment), part)
+
+    def scratch_dir(self, what: str) -> str:
+        """A fresh scratch directory for a reader's pipeline output (caller deletes it)."""
+        return _join(self.tmp, f'{what}-{int(time.time())}-{uuid.uuid4().hex[:8]}')

@@ -1,0 +1,25 @@
+"""Counter names, in one place. Every per-URL outcome increments one of these."""
+
+from apache_beam.metrics import Metrics
+
+NAMESPACE = 'beamcrawl'
+
+# inject
+INJECT_LINES = 'inject.lines'                   # seed lines holding a URL (not blank, not comment)
+INJECT_MALFORMED = 'inject.malformed'           # unparseable line or URL
+INJECT_FILTERED = 'inject.filtered'             # rejected by the URL filters
+INJECT_BAD_METADATA = 'inject.bad_metadata'     # a metadata value ignored (URL still injected)
+INJECT_INJECTED = 'inject.injected'             # accepted seed lines
+INJECT_DUPLICATE = 'inject.duplicate_seeds'     # accepted lines repeating an earlier seed URL
+INJECT_NEW = 'inject.new'                       # URLs added to the crawldb
+INJECT_ALREADY_KNOWN = 'inject.already_known'   # URLs in the crawldb, left unchanged
+INJECT_MERGED = 'inject.merged'                 # URLs in the crawldb, changed (--overwrite/--update)
+INJECT_PURGED = 'inject.purged_gone'            # db_gone records dropped (db.update.purge.404)
+INJECT_OLD_FILTERED = 'inject.old_rejected'     # existing records dropped by --filter-normalize-all
+
+CRAWLDB_RECORDS = 'crawldb.records'             # records written to the new crawldb
+
+
+def counter(name: str):
+    """A Beam counter in the beamcrawl namespace."""
+    return Metrics.counter(NAMESPACE, name)

@@ -1,0 +1,156 @@
+"""Seed lines and the Injector's merge rules (NUTCH_REFERENCE.md §2). Pure, no Beam.
+
+Seed line: `URL[<TAB>key=value]...`. Blank lines and lines starting with `#` are skipped.
+Reserved keys: `score` / `nutch.score` (float), `fetch_interval` / `nutch.fetchInterval`
+(int seconds), `fixed_interval` (true/false: keep the interval fixed) and Nutch's
+`nutch.fetchInterval.fixed=<seconds>` (sets the interval and keeps it fixed when > -1). Other
+keys become metadata. A bad value is reported and ignored; the URL is still injected (as Nutch).
+
+Decision on Nutch quirk A.13: a URL followed by `key=value` tokens separated by spaces instead of
+TABs is reported as malformed with a hint, instead of becoming part of the URL.
+"""
+
+import dataclasses
+import re
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from transforms.records import METADATA_FIXED_INTERVAL, crawl_datum
+
+__all__ = ['SeedLine', 'SeedError', 'parse_seed_line', 'InjectRules', 'injected_datum',
+           'merge_injected', 'pick_last']
+
+
+class SeedError(ValueError):
+    """A seed line that cannot be used."""
+
+
+@dataclasses.dataclass(frozen=True)
+class SeedLine:
+    url: str
+    score: Optional[float] = None
+    fetch_interval: Optional[int] = None
+    fixed: bool = False
+    metadata: Tuple[Tuple[str, str], ...] = ()
+    problems: Tuple[str, ...] = ()     # ignored metadata values, for the log
+
+
+_SPACED_META = re.compile(r'\s+\S+=\S*')
+_TRUE = ('true', 'yes', '1')
+_FALSE = ('false', 'no', '0')
+
+
+def parse_seed_line(line: str) -> Optional[SeedLine]:
+    """A SeedLine, or None for a blank/comment line; raises SeedError for a malformed one."""
+    text = line.strip()
+    if not text or text.startswith('#'):
+        return None
+    url, _, meta_text = text.partition('\t')
+    url = url.strip()
+    if not url:
+        raise SeedError('no URL before the first TAB')
+    if any(c.isspace() for c in url):
+        if _SPACED_META.search(url):
+            raise SeedError(f'metadata must be separated by TAB, not spaces: {url!r}')
+    score = interval = None
+    fixed = False
+    fixed_interval = None
+    metadata: Dict[str, str] = {}
+    problems: List[str] = []
+    for token in meta_text.strip().split('\t') if meta_text.strip() else ():
+        name, sep, value = token.strip().partition('=')
+        if not sep or not name:
+            continue
+        try:
+            if name in ('score', 'nutch.score'):
+                score = float(value)
+            elif name in ('fetch_interval', 'nutch.fetchInterval'):
+                interval = _seconds(value)
+            elif name == 'fixed_interval':
+                if value.lower() not in _TRUE + _FALSE:
+                    raise ValueError(value)
+                fixed = value.lower() in _TRUE
+            elif name == 'nutch.fetchInterval.fixed':
+                seconds = int(value)
+                if seconds > -1:
+                    fixed_interval = seconds
+            else:
+                metadata[name] = value
+        except ValueError:
+            problems.append(f'{name}={value!r} is not valid; ignored')
+    if fixed_interval is not None:
+        interval, fixed = fixed_interval, True
+    return SeedLine(url=url, score=score, fetch_interval=interval, fixed=fixed,
+                    metadata=tuple(sorted(metadata.items())), problems=tuple(problems))
+
+
+def _seconds(value: str) -> int:
+    seconds = int(value)
+    if seconds < 0:
+        raise ValueError(value)
+    return seconds
+
+
+@dataclasses.dataclass(frozen=True)
+class InjectRules:
+    """The settings the Injector's reducer needs."""
+    score_injected: float
+    interval_default: int
+    overwrite: bool
+    update: bool
+    purge_gone: bool
+
+    @classmethod
+    def from_config(cls, cfg, *, overwrite: bool = False, update: bool = False) -> 'InjectRules':
+        """From a loaded Config; the command-line flags can only turn overwrite/update on."""
+        return cls(score_injected=cfg['db.score.injected'],
+                   interval_default=cfg['db.fetch.interval.default'],
+                   overwrite=overwrite or cfg['db.injector.overwrite'],
+                   update=update or cfg['db.injector.update'],
+                   purge_gone=cfg['db.update.purge.404'])
+
+
+def injected_datum(url: str, seed: SeedLine, rules: InjectRules, now: int) -> dict:
+    """The crawldb record of a new seed: db_unfetched, due now."""
+    interval = seed.fetch_interval if seed.fetch_interval is not None else rules.interval_default
+    metadata = dict(seed.metadata)
+    if seed.fixed:
+        metadata[METADATA_FIXED_INTERVAL] = str(float(interval))
+    score = seed.score if seed.score is not None else rules.score_injected
+    return crawl_datum(url, 'db_unfetched', fetch_time=now, fetch_interval=interval,
+                       score=score, metadata=metadata)
+
+
+def merge_injected(injected: Optional[dict], old: Optional[dict], rules: InjectRules
+                   ) -> Tuple[Optional[dict], str]:
+    """Nutch's Injector reducer for one URL: (record to write or None, outcome).
+
+    outcome: 'new', 'already_known', 'merged', 'purged' or 'kept' (old record, no seed).
+    """
+    if old is not None and rules.purge_gone and old['status'] == 'db_gone':
+        if injected is None:
+            return None, 'purged'
+        old = None
+    if injected is None:
+        return old, 'kept'
+    if old is None:
+        return injected, 'new'
+    if rules.overwrite:
+        return injected, 'merged'
+    if not rules.update:
+        return old, 'already_known'
+    merged = dict(old)
+    merged['metadata'] = {**old['metadata'], **injected['metadata']}
+    if injected['score'] != rules.score_injected:
+        merged['score'] = injected['score']
+    if injected['fetch_interval'] != rules.interval_default:
+        merged['fetch_interval'] = injected['fetch_interval']
+    return merged, 'merged'
+
+
+def pick_last(seeds: Sequence[Tuple[tuple, dict]]) -> dict:
+    """Of several seeds for one URL, the last in input order (file name, line number) wins.
+
+    Nutch leaves this to the reducer's iteration order (quirk A.17); beamcrawl makes it
+    deterministic, the way a later line overrides an earlier one in a config file.
+    """
+    return max(seeds, key=lambda s: s[0])[1]

@@ -1,0 +1,403 @@
+"""URL normalization and filtering, as Nutch's urlnormalizer-basic, urlnormalizer-regex and
+urlfilter-regex plugins behave (NUTCH_REFERENCE.md §11), plus host and domain helpers.
+
+Pure Python, no Beam. `UrlPolicy` bundles the configured chain so that a pipeline can carry one
+picklable object: `policy.normalize(url)` raises `MalformedUrl`, `policy.accept(url)` answers the
+filters, `policy.clean(url)` does both and returns (url or None, reason).
+"""
+
+import functools
+import ipaddress
+import re
+import urllib.parse
+import xml.etree.ElementTree as ET
+from typing import List, Mapping, Optional, Sequence, Tuple
+
+import tldextract
+
+__all__ = ['MalformedUrl', 'RuleError', 'BasicNormalizer', 'RegexNormalizer', 'RegexFilter',
+           'DomainHelper', 'UrlPolicy', 'host_of', 'split_url']
+
+
+class MalformedUrl(ValueError):
+    """A URL that cannot be parsed or normalized."""
+
+
+class RuleError(ValueError):
+    """A rule file that cannot be read; the message names the file and line."""
+
+
+_SCHEME_RE = re.compile(r'^([A-Za-z][A-Za-z0-9+.\-]*):(.*)$', re.S)
+_DEFAULT_PORTS = {'http': 80, 'https': 443, 'ftp': 21}
+_HIER_SCHEMES = ('http', 'https', 'ftp')
+_UNRESERVED = frozenset('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~')
+_ESCAPED = frozenset(' "<>[]^`{|}\x7f') | frozenset(chr(c) for c in range(0x20))
+_HEX = frozenset('0123456789abcdefABCDEF')
+
+
+def split_url(url: str) -> Tuple[str, Optional[str], str]:
+    """(scheme lowercased, authority or None, path+query) of a URL, without its fragment."""
+    m = _SCHEME_RE.match(url)
+    if not m:
+        raise MalformedUrl(f'no scheme: {url!r}')
+    scheme, rest = m.group(1).lower(), m.group(2)
+    rest = rest.split('#', 1)[0]
+    if rest.startswith('//'):
+        end = len(rest)
+        for sep in '/?':
+            i = rest.find(sep, 2)
+            if i != -1:
+                end = min(end, i)
+        return scheme, rest[2:end], rest[end:]
+    return scheme, None, rest
+
+
+def host_of(url: str) -> str:
+    """The lowercased host of an http(s)/ftp URL ('' when it has none or is malformed)."""
+    try:
+        _, authority, _ = split_url(url)
+    except MalformedUrl:
+        return ''
+    if not authority:
+        return ''
+    hostport = authority.rsplit('@', 1)[-1]
+    if hostport.startswith('['):
+        return hostport[:hostport.find(']') + 1].lower()
+    return hostport.split(':', 1)[0].lower()
+
+
+def _escape_char(ch: str) -> str:
+    return ''.join(f'%{b:02X}' for b in ch.encode('utf-8'))
+
+
+def _normalize_escapes(text: str) -> str:
+    """Percent-encoding normalization of a path+query (BasicURLNormalizer's 'file' part)."""
+    out = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == '%':
+            if i + 2 < n and text[i + 1] in _HEX and text[i + 2] in _HEX:
+                decoded = chr(int(text[i + 1:i + 3], 16))
+                out.append(decoded if decoded in _UNRESERVED else '%' + text[i + 1:i + 3].upper())
+                i += 3
+                continue
+            out.append('%25')
+        elif ch in _ESCAPED or ord(ch) > 0x7e:
+            out.append(_escape_char(ch))
+        else:
+            out.append(ch)
+        i += 1
+    return ''.join(out)
+
+
+def _remove_dot_segments(path: str) -> str:
+    """Resolves `.` and `..`, drops empty segments (duplicate slashes) and leading `..`."""
+    if not path:
+        return '/'
+    parts = path.split('/')
+    segments: List[str] = []
+    for part in parts:
+        if part in ('', '.'):
+            continue
+        if part == '..':
+            if segments:
+                segments.pop()
+            continue
+        segments.append(part)
+    trailing = parts[-1] in ('', '.', '..')
+    if not segments:
+        return '/'
+    return '/' + '/'.join(segments) + ('/' if trailing else '')
+
+
+def _normalize_path_query(rest: str) -> str:
+    path, sep, query = rest.partition('?')
+    path = _remove_dot_segments(_normalize_escapes(path))
+    return path + (sep + _normalize_escapes(query) if sep else '')
+
+
+class BasicNormalizer:
+    """Nutch's BasicURLNormalizer.
+
+    idn: '' (leave host as is), 'toAscii' (punycode, IDNA 2003) or 'toUnicode'.
+    """
+
+    def __init__(self, idn: str = '', trim_trailing_dot: bool = False):
+        if idn not in ('', 'toAscii', 'toUnicode'):
+            raise ValueError(f'idn mode {idn!r}')
+        self.idn = idn
+        self.trim_trailing_dot = trim_trailing_dot
+
+    def __call__(self, url: str) -> str:
+        url = url.strip()
+        if not url:
+            return url
+        scheme, authority, rest = split_url(url)
+        if scheme == 'file':
+            prefix = f'file://{authority}' if authority is not None else 'file:'
+            return prefix + _remove_dot_segments(rest.split('?', 1)[0]) + (
+                '?' + rest.split('?', 1)[1] if '?' in rest else '')
+        if scheme not in _HIER_SCHEMES:
+            return f'{scheme}:{url.split(":", 1)[1]}'
+        if authority is None or authority == '':
+            return f'{scheme}:' + _normalize_path_query(rest)
+        userinfo, _, hostport = authority.rpartition('@')
+        host, port = self._split_hostport(hostport)
+        host = self._normalize_host(host)
+        if port is not None and port == _DEFAULT_PORTS[scheme]:
+            port = None
+        netloc = host + (f':{port}' if port is not None else '')
+        if userinfo and scheme == 'ftp':
+            netloc = f'{userinfo}@{netloc}'
+        return f'{scheme}://{netloc}' + _normalize_path_query(rest or '/')
+
+    @staticmethod
+    def _split_hostport(hostport: str) -> Tuple[str, Optional[int]]:
+        if hostport.startswith('['):
+            end = hostport.find(']')
+            if end == -1:
+                raise MalformedUrl(f'bad IPv6 host {hostport!r}')
+            host, tail = hostport[:end + 1], hostport[end + 1:]
+            if tail and not tail.startswith(':'):
+                raise MalformedUrl(f'bad host {hostport!r}')
+            port_text = tail[1:] if tail else ''
+        else:
+            host, _, port_text = hostport.partition(':')
+        if not port_text:
+            return host, None
+        if not port_text.isdigit() or int(port_text) > 65535:
+            raise MalformedUrl(f'bad port {port_text!r}')
+        return host, int(port_text)
+
+    def _normalize_host(self, host: str) -> str:
+        if '%' in host:
+            if re.search(r'%(?![0-9A-Fa-f]{2})', host):
+                raise MalformedUrl(f'bad escape in host {host!r}')
+            try:
+                host = urllib.parse.unquote_to_bytes(host).decode('utf-8')
+            except UnicodeError:
+                raise MalformedUrl(f'bad escape in host {host!r}') from None
+        host = host.lower()
+        if self.trim_trailing_dot and host.endswith('.') and len(host) > 1:
+            host = host[:-1]
+        if self.idn and not host.startswith('['):
+            try:
+                if self.idn == 'toAscii':
+                    host = host.encode('idna').decode('ascii')
+                else:
+                    host = host.encode('ascii').decode('idna')
+            except UnicodeError:
+                raise MalformedUrl(f'bad internationalized host {host!r}') from None
+        return host
+
+
+def _java_regex(pattern: str) -> str:
+    """Adapts the Java regex syntax used by Nutch rule files: `$1` in replacements is separate,
+    here only an inline flag group placed after the start becomes a scoped group."""
+    m = re.search(r'\(\?([imsx]+)\)', pattern)
+    if m and m.start() > 0:
+        return pattern[:m.start()] + f'(?{m.group(1)}:' + pattern[m.end():] + ')'
+    return pattern
+
+
+class RegexNormalizer:
+    """Nutch's RegexURLNormalizer: ordered (pattern, substitution) rules, each replace-all."""
+
+    def __init__(self, rules: Sequence[Tuple[str, str]] = ()):
+        self.rules = [(re.compile(_java_regex(p)), s) for p, s in rules]
+
+    @classmethod
+    def parse(cls, text: str, source: str = 'regex-normalize.xml') -> 'RegexNormalizer':
+        """Reads Nutch's XML format: <regex-normalize><regex><pattern/><substitution/></regex>."""
+        try:
+            root = ET.fromstring(text)
+        except ET.ParseError as e:
+            raise RuleError(f'{source}: not valid XML ({e})') from None
+        rules = []
+        for i, node in enumerate(root.iter('regex'), 1):
+            pattern = node.findtext('pattern')
+            if pattern is None:
+                raise RuleError(f'{source}: rule {i} has no <pattern>')
+            substitution = re.sub(r'\$(\d)', r'\\g<\1>', node.findtext('substitution') or '')
+            try:
+                re.compile(_java_regex(pattern))
+            except re.error as e:
+                raise RuleError(f'{source}: rule {i}: bad pattern {pattern!r} ({e})') from None
+            rules.append((pattern, substitution))
+        return cls(rules)
+
+    def __call__(self, url: str) -> str:
+        for regex, substitution in self.rules:
+            url = regex.sub(substitution, url)
+        return url
+
+
+class RegexFilter:
+    """Nutch's RegexURLFilter: the first rule whose regex is found in the URL decides (`+`
+    accepts, `-` rejects); no matching rule rejects. `> host` ... `<` blocks hold rules that
+    apply only to URLs of that host or registered domain."""
+
+    def __init__(self, rules: Sequence[Tuple[bool, str, Optional[str]]], domains: 'DomainHelper'):
+        self.rules = [(sign, re.compile(_java_regex(p)), scope) for sign, p, scope in rules]
+        self.domains = domains
+
+    @classmethod
+    def parse(cls, text: str, domains: 'DomainHelper',
+              source: str = 'regex-urlfilter.txt') -> 'RegexFilter':
+        rules = []
+        scope = None
+        for lineno, line in enumerate(text.splitlines(), 1):
+            if not line or line[0] in '# \t':
+                continue
+            line = line.rstrip()
+            first, body = line[0], line[1:]
+            if first == '>':
+                scope = body.strip().lower()
+                if not scope:
+                    raise RuleError(f'{source}:{lineno}: `>` needs a host or domain')
+                continue
+            if first == '<':
+                scope = None
+                continue
+            if first not in '+-':
+                raise RuleError(f'{source}:{lineno}: a rule starts with + or -, not {first!r}')
+            try:
+                re.compile(_java_regex(body))
+            except re.error as e:
+                raise RuleError(f'{source}:{lineno}: bad regex {body!r} ({e})') from None
+            rules.append((first == '+', body, scope))
+        return cls(rules, domains)
+
+    def __call__(self, url: str) -> bool:
+        host = domain = None
+        for accept, regex, scope in self.rules:
+            if scope is not None:
+                if host is None:
+                    host = host_of(url)
+                    domain = self.domains.domain(host)
+                if scope != host and scope != domain:
+                    continue
+            if regex.search(url):
+                return accept
+        return False
+
+
+class DomainHelper:
+    """Registrable domain of a host, from the bundled public suffix list, offline.
+
+    As Nutch's URLUtil.getDomainName: ICANN suffixes only; an IP address is its own domain; a
+    host that is a suffix, or whose suffix is unknown, is its own domain.
+    """
+
+    def __init__(self, extra_suffixes: Sequence[str] = ()):
+        self.extra_suffixes = tuple(s.strip('.').lower() for s in extra_suffixes if s.strip('.'))
+        self._extract = None
+
+    def __getstate__(self):
+        return {'extra_suffixes': self.extra_suffixes, '_extract': None}
+
+    def _extractor(self):
+        if self._extract is None:
+            self._extract = tldextract.TLDExtract(
+                suffix_list_urls=(), cache_dir=None, include_psl_private_domains=False,
+                extra_suffixes=list(self.extra_suffixes))
+            self._domain_cached = functools.lru_cache(maxsize=65536)(self._domain)
+        return self._extract
+
+    def domain(self, host: str) -> str:
+        """The registrable domain of `host` (a bare host name, possibly with a port)."""
+        self._extractor()
+        return self._domain_cached(host)
+
+    def _domain(self, host: str) -> str:
+        host = host.lower()
+        if host.startswith('['):
+            return host
+        host = host.split(':', 1)[0].rstrip('.')
+        if not host:
+            return ''
+        try:
+            ipaddress.ip_address(host)
+            return host
+        except ValueError:
+            pass
+        parts = self._extract(host)
+        if not parts.suffix:
+            return host
+        if not parts.domain:
+            return host
+        return f'{parts.domain}.{parts.suffix}'
+
+    def url_domain(self, url: str) -> str:
+        """The registrable domain of a URL's host ('' when it has none)."""
+        host = host_of(url)
+        return self.domain(host) if host else ''
+
+
+class UrlPolicy:
+    """The configured normalizer chain and filters, as one picklable object."""
+
+    def __init__(self, *, basic: BasicNormalizer, regex_normalizer: Optional[RegexNormalizer],
+                 loop_count: int, regex_filter: Optional[RegexFilter],
+                 schemes: Sequence[str], domains: DomainHelper):
+        self.basic = basic
+        self.regex_normalizer = regex_normalizer
+        self.loop_count = loop_count
+        self.regex_filter = regex_filter
+        self.schemes = frozenset(s.lower() for s in schemes)
+        self.domains = domains
+
+    @classmethod
+    def from_config(cls, cfg: Mapping) -> 'UrlPolicy':
+        """Builds the policy from a loaded Config (rule files are read here, in the driver)."""
+        domains = DomainHelper(cfg['domain.extra.suffixes'])
+        normalize_text = cfg.resource_text('urlnormalizer.regex.file')
+        filter_text = cfg.resource_text('urlfilter.regex.file')
+        return cls(
+            basic=BasicNormalizer(cfg['urlnormalizer.basic.host.idn'],
+                                  cfg['urlnormalizer.basic.host.trim-trailing-dot']),
+            regex_normalizer=(RegexNormalizer.parse(normalize_text, cfg['urlnormalizer.regex.file'])
+                              if normalize_text is not None else None),
+            loop_count=cfg['urlnormalizer.loop.count'],
+            regex_filter=(RegexFilter.parse(filter_text, domains, cfg['urlfilter.regex.file'])
+                          if filter_text is not None else None),
+            schemes=cfg['urlfilter.scheme.allowed'],
+            domains=domains)
+
+    def normalize(self, url: str) -> str:
+        """Runs the normalizer chain; raises MalformedUrl."""
+        for _ in range(self.loop_count):
+            before = url
+            url = self.basic(url)
+            if self.regex_normalizer is not None:
+                url = self.regex_normalizer(url)
+            if url == before:
+                break
+        return url
+
+    def accept(self, url: str) -> bool:
+        """The filters: scheme allow-list (with a host for hierarchical schemes), regex rules."""
+        try:
+            scheme, authority, _ = split_url(url)
+        except MalformedUrl:
+            return False
+        if scheme not in self.schemes:
+            return False
+        if scheme in _HIER_SCHEMES and not authority:
+            return False
+        return self.regex_filter is None or self.regex_filter(url)
+
+    def clean(self, url: str, *, normalize: bool = True, filter: bool = True
+              ) -> Tuple[Optional[str], str]:
+        """(clean url, '') or (None, 'malformed' | 'filtered')."""
+        if normalize:
+            try:
+                url = self.normalize(url)
+            except MalformedUrl:
+                return None, 'malformed'
+            if not url:
+                return None, 'malformed'
+        if filter and not self.accept(url):
+            return None, 'filtered'
+        return url, ''

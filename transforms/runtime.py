@@ -1,0 +1,130 @@
+"""Running pipelines: the injected clock, Beam options, the pinned local runner, counters.
+
+The local runner: with no `--runner`, beamcrawl runs on Beam's FnApiRunner in its default
+`in_memory` mode, deterministically. Beam's `DirectRunner` would first try to download and start
+the Prism runner, then fall back; `--runner DirectRunner` is still accepted and gives the same
+results. `--direct_running_mode=multi_threading` is refused: in Beam 2.77 it loses records in
+GroupByKey (measured; see shared/docs/BEAM_FACTS.md).
+"""
+
+import argparse
+import datetime
+import logging
+import time
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import apache_beam as beam
+from apache_beam.metrics.metric import MetricsFilter
+from apache_beam.options import pipeline_options as po
+
+from transforms.errors import UserError
+from transforms.metrics import NAMESPACE
+
+__all__ = ['parse_now', 'format_time', 'split_beam_args', 'make_pipeline', 'run_pipeline',
+           'counters_of']
+
+log = logging.getLogger('beamcrawl')
+
+
+def parse_now(text: Optional[str]) -> int:
+    """`--now`: ISO-8601 with a zone, or epoch milliseconds. None: the wall clock."""
+    if text is None or text == '':
+        return int(time.time() * 1000)
+    text = text.strip()
+    if text.lstrip('-').isdigit():
+        return int(text)
+    try:
+        when = datetime.datetime.fromisoformat(text.replace('Z', '+00:00'))
+    except ValueError:
+        raise UserError(f'--now {text!r}: expected ISO-8601 with a zone '
+                        f'(2026-11-22T10:00:00Z) or epoch milliseconds') from None
+    if when.tzinfo is None:
+        raise UserError(f'--now {text!r}: give a zone (Z or +01:00), or epoch milliseconds')
+    return int(when.timestamp() * 1000)
+
+
+def format_time(ms: int) -> str:
+    """Epoch milliseconds as an ISO-8601 UTC string (for humans)."""
+    when = datetime.datetime.fromtimestamp(ms / 1000.0, datetime.timezone.utc)
+    return when.isoformat(timespec='seconds').replace('+00:00', 'Z')
+
+
+def _beam_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(allow_abbrev=False, add_help=False)
+    seen = {}
+    for cls in po.PipelineOptions.__subclasses__():
+        seen.setdefault(str(cls), cls)
+    for cls in seen.values():
+        try:
+            cls._add_argparse_args(parser)  # pylint: disable=protected-access
+        except argparse.ArgumentError:
+            pass
+    return parser
+
+
+def split_beam_args(argv: Sequence[str], ours: argparse.ArgumentParser
+                    ) -> Tuple[List[str], List[str]]:
+    """Separates Beam pipeline options from the command's own arguments.
+
+    A `--flag` that the command does not define but a Beam PipelineOptions class does goes to
+    Beam, with its value when it takes one (`--runner FlinkRunner` or `--runner=FlinkRunner`).
+    """
+    beam_actions = _beam_parser()._option_string_actions  # pylint: disable=protected-access
+    our_actions = ours._option_string_actions  # pylint: disable=protected-access
+    mine: List[str] = []
+    beam_args: List[str] = []
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        name = token.split('=', 1)[0]
+        if token.startswith('--') and name not in our_actions and name in beam_actions:
+            beam_args.append(token)
+            takes_value = beam_actions[name].nargs != 0
+            if takes_value and '=' not in token and i + 1 < len(argv):
+                beam_args.append(argv[i + 1])
+                i += 1
+        else:
+            mine.append(token)
+        i += 1
+    return mine, beam_args
+
+
+def make_pipeline(beam_args: Sequence[str]) -> beam.Pipeline:
+    """A Pipeline on the requested runner, or the pinned local runner when none is given."""
+    options = po.PipelineOptions(list(beam_args))
+    direct = options.view_as(po.DirectOptions)
+    if direct.direct_running_mode == 'multi_threading':
+        raise UserError('--direct_running_mode=multi_threading is refused: in Beam 2.77 it loses '
+                        'records in GroupByKey; use in_memory (default) or multi_processing')
+    if options.view_as(po.StandardOptions).runner is None:
+        from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+        return beam.Pipeline(runner=FnApiRunner(), options=options)
+    return beam.Pipeline(options=options)
+
+
+def counters_of(result) -> Dict[str, int]:
+    """The beamcrawl counters of a finished pipeline, summed over steps."""
+    totals: Dict[str, int] = {}
+    try:
+        query = result.metrics().query(MetricsFilter().with_namespace(NAMESPACE))
+    except (NotImplementedError, AttributeError):
+        return totals
+    for counter in query.get('counters', []):
+        value = counter.committed if counter.committed is not None else counter.attempted
+        name = counter.key.metric.name
+        totals[name] = totals.get(name, 0) + int(value or 0)
+    return totals
+
+
+def run_pipeline(pipeline: beam.Pipeline, what: str) -> Dict[str, int]:
+    """Runs a pipeline to the end, logs its duration and counters, returns the counters."""
+    started = time.time()
+    result = pipeline.run()
+    state = result.wait_until_finish()
+    if state is not None and str(state) not in ('DONE', 'PipelineState.DONE'):
+        raise RuntimeError(f'{what}: pipeline ended in state {state}')
+    counters = counters_of(result)
+    log.info('%s finished in %.1f s', what, time.time() - started)
+    for name in sorted(counters):
+        log.info('  %-40s %d', name, counters[name])
+    return counters
