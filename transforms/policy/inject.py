@@ -41,10 +41,9 @@ _FALSE = ('false', 'no', '0')
 
 def parse_seed_line(line: str) -> Optional[SeedLine]:
     """A SeedLine, or None for a blank/comment line; raises SeedError for a malformed one."""
-    text = line.strip()
-    if not text or text.startswith('#'):
+    if not line.strip() or line.strip().startswith('#'):
         return None
-    url, _, meta_text = text.partition('\t')
+    url, _, meta_text = line.rstrip('\r\n').partition('\t')
     url = url.strip()
     if not url:
         raise SeedError('no URL before the first TAB')

@@ -1,0 +1,83 @@
+"""The command line: argument splitting, --now, errors as one line with exit 2."""
+
+import argparse
+
+import pytest
+
+from tests.conftest import run_cli
+from transforms.errors import UserError
+from transforms.runtime import parse_now, split_beam_args
+
+
+def _ours():
+    p = argparse.ArgumentParser()
+    p.add_argument('crawl_dir')
+    p.add_argument('segment', nargs='?')
+    p.add_argument('--now')
+    p.add_argument('--top-n')
+    return p
+
+
+@pytest.mark.parametrize('argv,mine,beam', [
+    (['c', '--runner', 'FlinkRunner', 'seg'], ['c', 'seg'], ['--runner', 'FlinkRunner']),
+    (['c', '--runner=FlinkRunner'], ['c'], ['--runner=FlinkRunner']),
+    (['c', '--flink_master', '[local]', '--flink_version', '1.20', '--now', '5'],
+     ['c', '--now', '5'], ['--flink_master', '[local]', '--flink_version', '1.20']),
+    (['c', '--save_main_session', 'seg'], ['c', 'seg'], ['--save_main_session']),
+    (['c', '--environment_type=LOOPBACK', '--top-n', '3'], ['c', '--top-n', '3'],
+     ['--environment_type=LOOPBACK']),
+    (['c', '--not-a-beam-option', 'x'], ['c', '--not-a-beam-option', 'x'], []),
+])
+def test_split_beam_args(argv, mine, beam):
+    assert split_beam_args(argv, _ours()) == (mine, beam)
+
+
+@pytest.mark.parametrize('text,ms', [
+    ('1795305600000', 1795305600000),
+    ('2026-11-22T00:00:00Z', 1795305600000),
+    ('2026-11-22T01:00:00+01:00', 1795305600000),
+    ('2026-11-22T00:00:00.250Z', 1795305600250),
+])
+def test_parse_now(text, ms):
+    assert parse_now(text) == ms
+
+
+@pytest.mark.parametrize('text', ['2026-11-22T00:00:00', 'yesterday', '2026-13-01T00:00:00Z'])
+def test_parse_now_rejects(text):
+    with pytest.raises(UserError):
+        parse_now(text)
+
+
+def test_parse_now_defaults_to_wall_clock():
+    import time
+    assert abs(parse_now(None) - time.time() * 1000) < 5000
+
+
+@pytest.mark.parametrize('args,code,message', [
+    (['frobnicate', 'c'], 2, "unknown command 'frobnicate'"),
+    (['inject', 'c'], 2, 'the following arguments are required: SEEDS'),
+    (['inject', 'c', 's', '--now', 'noon'], 2, "--now 'noon'"),
+    (['inject', 'c', 's', '-D', 'db.score.injectd=1'], 2, "did you mean 'db.score.injected'"),
+    (['readdb', 'c', '--stats', '--conf', '/nonexistent.yaml'], 2, 'not found'),
+])
+def test_user_errors_are_one_line(args, code, message):
+    proc = run_cli(*args, check=False)
+    assert proc.returncode == code
+    assert message in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert 'Traceback' not in proc.stderr
+
+
+def test_help_lists_commands():
+    proc = run_cli('--help')
+    assert 'inject' in proc.stdout and 'readdb' in proc.stdout
+
+
+def test_python_m_pipeline_module_takes_the_same_arguments(tmp_path):
+    import subprocess
+    import sys
+    from tests.conftest import ROOT, write_seeds
+    seeds = write_seeds(tmp_path / 's', ['http://a.test/'])
+    proc = subprocess.run([sys.executable, '-m', 'pipelines.inject', str(tmp_path / 'c'), seeds],
+                          cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0 and '1 new' in proc.stdout

@@ -1,0 +1,240 @@
+"""inject: the transform on TestPipeline, and the command end to end on real files."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import apache_beam as beam
+import pytest
+from apache_beam.testing.test_pipeline import TestPipeline
+from apache_beam.testing.util import assert_that, equal_to
+
+from pipelines.cli import main
+from tests.conftest import ROOT, read_db, run_cli, write_seeds
+from transforms.inject import Inject
+from transforms.policy.inject import InjectRules
+from transforms.policy.urls import UrlPolicy
+from transforms.records import crawl_datum
+from transforms.runtime import counters_of
+
+NOW = '2026-11-22T00:00:00Z'
+NOW_MS = 1795305600000
+
+SEEDS = [
+    '# a comment, then a blank line',
+    '',
+    'http://WWW.A.test:80/x/../index.html\tscore=2.5\ttopic=news',
+    'http://b.test/\tfetch_interval=3600\tfixed_interval=true',
+    'http://b.test:80/\tscore=9',                  # duplicate of the previous URL: last wins
+    'http://c.test/logo.png',                      # filtered (image)
+    'mailto:someone@c.test',                       # filtered (scheme)
+    'not a url at all',                            # malformed
+    'http://d.test/ score=1',                      # malformed: metadata after spaces
+    'http://e.test:99999/',                        # malformed port
+    'http://f.test/page?id=1\tnutch.score=0.5\tnutch.fetchInterval=86400',
+    'http://g.test/\tscore=lots',                  # bad metadata: ignored, URL injected
+]
+
+
+def _rules(**kw):
+    base = dict(score_injected=1.0, interval_default=2592000, overwrite=False, update=False,
+                purge_gone=False)
+    return InjectRules(**{**base, **kw})
+
+
+def test_inject_transform(tmp_path, runner, cfg):
+    seeds = write_seeds(tmp_path / 'seeds.txt', ['http://a.test/', 'http://a.test/\tscore=3',
+                                                 'http://new.test/', 'bad url'])
+    old = crawl_datum('http://a.test/', 'db_fetched', fetch_time=7, fetch_interval=10, score=0.2)
+    kept = crawl_datum('http://old.test/', 'db_gone', fetch_time=7, fetch_interval=10)
+    p = TestPipeline(runner=runner)
+    out = (p | beam.Create([old, kept])
+           | Inject(seed_paths=[seeds], policy=UrlPolicy.from_config(cfg), rules=_rules(),
+                    now=100))
+    assert_that(out, equal_to([
+        old, kept, crawl_datum('http://new.test/', 'db_unfetched', fetch_time=100,
+                               fetch_interval=2592000, score=1.0)]))
+    result = p.run()
+    result.wait_until_finish()
+    counters = counters_of(result)
+    assert counters['inject.lines'] == 4
+    assert counters['inject.injected'] == 3
+    assert counters['inject.malformed'] == 1
+    assert counters['inject.duplicate_seeds'] == 1
+    assert counters['inject.new'] == 1 and counters['inject.already_known'] == 1
+    assert counters['crawldb.records'] == 3
+
+
+def test_inject_then_readdb_stats(tmp_path):
+    crawl = str(tmp_path / 'crawl')
+    seeds = write_seeds(tmp_path / 'seeds.txt', SEEDS)
+    proc = run_cli('inject', crawl, seeds, '--now', NOW, '-D', 'domain.extra.suffixes=test')
+    assert '5 injected, 4 new' in proc.stdout and '3 malformed' in proc.stdout
+    assert '2 filtered' in proc.stdout and '1 duplicate' in proc.stdout
+    assert "seeds.txt:8: malformed URL 'not a url at all'" in proc.stderr
+    assert 'seeds.txt:9: malformed seed line: metadata must be separated by TAB' in proc.stderr
+    stats = json.loads(run_cli('readdb', crawl, '--stats', '--json').stdout)
+    assert stats['total'] == 4
+    assert stats['status'] == {'db_unfetched': 4}
+    assert stats['score']['max'] == 9.0 and stats['score']['min'] == 0.5
+    assert stats['fetch_time']['min'] == stats['fetch_time']['max'] == NOW_MS
+    db = read_db(crawl)
+    assert sorted(db) == ['http://b.test/', 'http://f.test/page?id=1', 'http://g.test/',
+                          'http://www.a.test/index.html']
+    a = db['http://www.a.test/index.html']
+    assert (a['score'], a['metadata'], a['fetch_interval']) == (2.5, {'topic': 'news'}, 2592000)
+    b = db['http://b.test/']      # the last line for b.test won, whole
+    assert (b['score'], b['fetch_interval'], b['metadata']) == (9.0, 2592000, {})
+    f = db['http://f.test/page?id=1']
+    assert (f['score'], f['fetch_interval']) == (0.5, 86400)
+    assert db['http://g.test/']['score'] == 1.0
+
+
+def _inject(crawl, seeds, *extra, capsys=None):
+    code = main(['inject', crawl, seeds, '--now', NOW, *extra])
+    assert code == 0
+    return capsys.readouterr().out if capsys else ''
+
+
+def test_reinject_changes_nothing_and_keeps_backup(tmp_path, capsys):
+    crawl = str(tmp_path / 'crawl')
+    seeds = write_seeds(tmp_path / 'seeds.txt', SEEDS)
+    _inject(crawl, seeds)
+    first = read_db(crawl)
+    out = _inject(crawl, seeds, '--now', '2026-12-01T00:00:00Z', capsys=capsys)
+    assert '0 new, 4 already known, 0 merged' in out
+    assert read_db(crawl) == first
+    assert os.path.isdir(os.path.join(crawl, 'crawldb', 'old'))
+    assert not os.path.exists(os.path.join(crawl, 'crawldb', '.locked'))
+
+
+def test_overwrite_and_update_behave_as_nutch(tmp_path, capsys):
+    crawl = str(tmp_path / 'crawl')
+    _inject(crawl, write_seeds(tmp_path / 's1', ['http://a.test/\tscore=2\tk=1\tx=old']))
+    before = read_db(crawl)['http://a.test/']
+
+    # --update: metadata merged, non-default score taken, default interval not, state kept
+    out = _inject(crawl, write_seeds(tmp_path / 's2', ['http://a.test/\tscore=5\tk=2']),
+                  '--update', '--now', '2026-12-01T00:00:00Z', capsys=capsys)
+    assert '1 merged' in out
+    after = read_db(crawl)['http://a.test/']
+    assert after['metadata'] == {'k': '2', 'x': 'old'} and after['score'] == 5.0
+    assert after['fetch_time'] == before['fetch_time']
+
+    _inject(crawl, write_seeds(tmp_path / 's3', ['http://a.test/\tscore=1']), '--update')
+    assert read_db(crawl)['http://a.test/']['score'] == 5.0   # default score: old one kept
+
+    # --overwrite: the seed replaces the record entirely
+    _inject(crawl, write_seeds(tmp_path / 's4', ['http://a.test/\tfetch_interval=60']),
+            '--overwrite', '--now', '2026-12-02T00:00:00Z')
+    over = read_db(crawl)['http://a.test/']
+    assert over['metadata'] == {} and over['score'] == 1.0 and over['fetch_interval'] == 60
+    assert over['fetch_time'] == 1795305600000 + 10 * 86400000
+
+
+def test_seed_directory_reads_plain_files_only(tmp_path, capsys):
+    seeds = tmp_path / 'seeds'
+    (seeds / 'sub').mkdir(parents=True)
+    write_seeds(seeds / 'one.txt', ['http://a.test/'])
+    write_seeds(seeds / 'two.txt', ['http://b.test/'])
+    write_seeds(seeds / '.hidden', ['http://hidden.test/'])
+    write_seeds(seeds / 'sub' / 'three.txt', ['http://c.test/'])
+    crawl = str(tmp_path / 'crawl')
+    _inject(crawl, str(seeds))
+    assert sorted(read_db(crawl)) == ['http://a.test/', 'http://b.test/']
+
+
+def _empty_dir(d):
+    (d / 'empty').mkdir()
+    return str(d / 'empty')
+
+
+def _binary_file(d):
+    (d / 'bin').write_bytes(b'\x00\x01\x02')
+    return str(d / 'bin')
+
+
+@pytest.mark.parametrize('setup,message', [
+    (lambda d: str(d / 'missing.txt'), 'missing.txt: seeds file or directory not found'),
+    (_empty_dir, 'no seed files in this directory'),
+    (_binary_file, 'bin: not a text file of seed URLs'),
+])
+def test_bad_seeds_are_one_line_errors(tmp_path, setup, message):
+    proc = run_cli('inject', str(tmp_path / 'crawl'), setup(tmp_path), check=False)
+    assert proc.returncode == 2
+    assert message in proc.stderr
+    assert 'Traceback' not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert not os.path.exists(tmp_path / 'crawl' / 'crawldb' / 'current')
+
+
+def test_corrupt_crawldb_is_a_one_line_error(tmp_path):
+    crawl = tmp_path / 'crawl'
+    (crawl / 'crawldb' / 'current').mkdir(parents=True)
+    (crawl / 'crawldb' / 'current' / 'part-00000.avro').write_bytes(b'garbage')
+    proc = run_cli('inject', str(crawl), write_seeds(tmp_path / 's', ['http://a.test/']),
+                   check=False)
+    assert proc.returncode == 2 and 'Traceback' not in proc.stderr
+    assert 'part-00000.avro: not a readable Avro file' in proc.stderr
+    assert not os.path.exists(crawl / 'crawldb' / '.locked')
+
+
+def test_second_updater_exits_2_naming_the_lock(tmp_path):
+    crawl = tmp_path / 'crawl'
+    (crawl / 'crawldb').mkdir(parents=True)
+    (crawl / 'crawldb' / '.locked').write_text('pid=1 command=inject\n')
+    proc = run_cli('inject', str(crawl), write_seeds(tmp_path / 's', ['http://a.test/']),
+                   check=False)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert f'{crawl}/crawldb/.locked exists' in proc.stderr
+    assert 'delete' in proc.stderr and 'Traceback' not in proc.stderr
+
+
+def test_same_crawldb_on_direct_runner_and_pinned_runner(tmp_path):
+    seeds = write_seeds(tmp_path / 'seeds.txt', SEEDS)
+    pinned, direct = str(tmp_path / 'pinned'), str(tmp_path / 'direct')
+    run_cli('inject', pinned, seeds, '--now', NOW)
+    run_cli('inject', direct, seeds, '--now', NOW, '--runner', 'DirectRunner')
+    assert read_db(pinned) == read_db(direct) and len(read_db(pinned)) == 4
+
+
+def test_multi_threading_mode_is_refused(tmp_path):
+    proc = run_cli('inject', str(tmp_path / 'c'), write_seeds(tmp_path / 's', ['http://a.test/']),
+                   '--direct_running_mode=multi_threading', check=False)
+    assert proc.returncode == 2 and 'loses records' in proc.stderr
+
+
+@pytest.mark.slow
+def test_sigkill_mid_inject_leaves_previous_crawldb_readable(tmp_path):
+    crawl = str(tmp_path / 'crawl')
+    run_cli('inject', crawl, write_seeds(tmp_path / 'small', ['http://keep.test/']), '--now', NOW)
+    before = read_db(crawl)
+    big = write_seeds(tmp_path / 'big', [f'http://h{i % 500}.test/p{i}' for i in range(60000)])
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    survived = 0
+    for delay in (0.5, 1.5, 3.0, 4.5):
+        proc = subprocess.Popen([sys.executable, '-m', 'pipelines.inject', crawl, big],
+                                cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        finished = proc.poll() is not None
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        db = read_db(crawl)
+        if finished:        # it completed before the kill: the new version is complete
+            assert len(db) == 60001
+            break
+        assert db == before, f'crawldb changed after SIGKILL at {delay}s'
+        survived += 1
+        lock = os.path.join(crawl, 'crawldb', '.locked')
+        if os.path.exists(lock):
+            stale = run_cli('inject', crawl, big, check=False)
+            assert stale.returncode == 2 and 'delete' in stale.stderr
+            os.remove(lock)
+    assert survived >= 1
+    run_cli('inject', crawl, big, '--now', NOW)
+    assert len(read_db(crawl)) == 60001
+    assert not [n for n in os.listdir(os.path.join(crawl, 'crawldb')) if n.startswith('.tmp-')]

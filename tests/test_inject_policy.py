@@ -1,0 +1,104 @@
+"""Seed line grammar and the Injector's merge table, without Beam."""
+
+import pytest
+
+from transforms.policy.inject import (InjectRules, SeedError, SeedLine, injected_datum,
+                                      merge_injected, parse_seed_line, pick_last)
+from transforms.records import crawl_datum
+
+RULES = InjectRules(score_injected=1.0, interval_default=2592000, overwrite=False, update=False,
+                    purge_gone=False)
+
+
+@pytest.mark.parametrize('line,expected', [
+    ('', None),
+    ('   ', None),
+    ('# comment', None),
+    ('  # indented comment', None),
+    ('http://a.test/', SeedLine('http://a.test/')),
+    ('  http://a.test/  \n', SeedLine('http://a.test/')),
+    ('http://a.test/\tscore=2.5', SeedLine('http://a.test/', score=2.5)),
+    ('http://a.test/\tnutch.score=3', SeedLine('http://a.test/', score=3.0)),
+    ('http://a.test/\tfetch_interval=60', SeedLine('http://a.test/', fetch_interval=60)),
+    ('http://a.test/\tnutch.fetchInterval=60', SeedLine('http://a.test/', fetch_interval=60)),
+    ('http://a.test/\tfixed_interval=true', SeedLine('http://a.test/', fixed=True)),
+    ('http://a.test/\tfixed_interval=false', SeedLine('http://a.test/')),
+    ('http://a.test/\tnutch.fetchInterval.fixed=90',
+     SeedLine('http://a.test/', fetch_interval=90, fixed=True)),
+    ('http://a.test/\tnutch.fetchInterval.fixed=-1', SeedLine('http://a.test/')),
+    ('http://a.test/\tk=v=w\tnoequals\tz=', SeedLine('http://a.test/',
+                                                     metadata=(('k', 'v=w'), ('z', '')))),
+    ('http://a.test/\tscore=abc', SeedLine('http://a.test/',
+                                           problems=("score='abc' is not valid; ignored",))),
+    ('http://a.test/\tfetch_interval=-5',
+     SeedLine('http://a.test/', problems=("fetch_interval='-5' is not valid; ignored",))),
+])
+def test_parse_seed_line(line, expected):
+    assert parse_seed_line(line) == expected
+
+
+@pytest.mark.parametrize('line', ['\tscore=1', 'http://a.test/ score=2', 'http://a.test/  k=v'])
+def test_malformed_seed_lines(line):
+    with pytest.raises(SeedError):
+        parse_seed_line(line)
+
+
+def test_injected_datum_defaults_and_fixed_interval():
+    d = injected_datum('http://a.test/', parse_seed_line('http://a.test/'), RULES, now=1000)
+    assert (d['status'], d['fetch_time'], d['fetch_interval'], d['score']) == \
+        ('db_unfetched', 1000, 2592000, 1.0)
+    d = injected_datum('u', parse_seed_line('u\tfetch_interval=60\tfixed_interval=true\ta=b'),
+                       RULES, now=0)
+    assert d['fetch_interval'] == 60 and d['metadata'] == {'a': 'b', 'fixedInterval': '60.0'}
+
+
+def _old(**kw):
+    base = dict(fetch_time=5, fetch_interval=100, score=0.5, retries=1, signature=b'sig',
+                metadata={'old': '1', 'k': 'old'})
+    base.update(kw)
+    return crawl_datum('u', kw.pop('status', 'db_fetched'), **{k: v for k, v in base.items()
+                                                                  if k != 'status'})
+
+
+def _seed(**kw):
+    return crawl_datum('u', 'db_unfetched', **{**dict(fetch_time=9, fetch_interval=2592000,
+                                                      score=1.0, metadata={'k': 'new'}), **kw})
+
+
+def _rules(**kw):
+    return InjectRules(**{**RULES.__dict__, **kw})
+
+
+def test_merge_table():
+    old, seed = _old(), _seed()
+    assert merge_injected(seed, None, RULES) == (seed, 'new')
+    assert merge_injected(None, old, RULES) == (old, 'kept')
+    assert merge_injected(seed, old, RULES) == (old, 'already_known')
+    assert merge_injected(seed, old, _rules(overwrite=True)) == (seed, 'merged')
+    assert merge_injected(seed, old, _rules(overwrite=True, update=True)) == (seed, 'merged')
+
+
+def test_merge_update_keeps_state_and_takes_non_default_values():
+    old = _old()
+    merged, outcome = merge_injected(_seed(), old, _rules(update=True))
+    assert outcome == 'merged'
+    assert merged['metadata'] == {'old': '1', 'k': 'new'}
+    assert (merged['score'], merged['fetch_interval']) == (0.5, 100)    # seed had defaults
+    assert (merged['status'], merged['fetch_time'], merged['retries'], merged['signature']) == \
+        ('db_fetched', 5, 1, b'sig')
+    merged, _ = merge_injected(_seed(score=7.0, fetch_interval=60), old, _rules(update=True))
+    assert (merged['score'], merged['fetch_interval']) == (7.0, 60)
+
+
+def test_purge_gone():
+    gone = _old(status='db_gone')
+    assert merge_injected(None, gone, _rules(purge_gone=True)) == (None, 'purged')
+    seed = _seed()
+    assert merge_injected(seed, gone, _rules(purge_gone=True)) == (seed, 'new')
+    assert merge_injected(None, gone, RULES) == (gone, 'kept')
+
+
+def test_last_seed_wins_deterministically():
+    seeds = [((0, 5), 'b'), ((1, 1), 'c'), ((0, 9), 'a')]
+    assert pick_last(seeds) == 'c'
+    assert pick_last(list(reversed(seeds))) == 'c'
