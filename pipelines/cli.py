@@ -15,6 +15,7 @@ from typing import List, Optional
 COMMANDS = {
     'inject': 'pipelines.inject',
     'readdb': 'pipelines.readdb',
+    'generate': 'pipelines.generate',
 }
 ALIASES = {}
 

@@ -82,3 +82,17 @@ def read_db(crawl_dir) -> dict:
     from transforms.dbio import iter_records
     from transforms.layout import CrawlLayout
     return {r['url']: r for r in iter_records(CrawlLayout(str(crawl_dir)).crawldb.part_files())}
+
+
+def write_db(crawl_dir, records) -> None:
+    """Writes a crawldb version directly (as a previous beamcrawl run would have left it)."""
+    from transforms.dbio import write_avro_file
+    from transforms.layout import CrawlLayout
+    from transforms.records import CRAWL_DATUM_SCHEMA
+    db = CrawlLayout(str(crawl_dir)).crawldb
+    write_avro_file(f'{db.current}/part-00000.avro', CRAWL_DATUM_SCHEMA, list(records))
+
+
+def read_parts(paths) -> list:
+    from transforms.dbio import iter_records
+    return list(iter_records(sorted(paths)))

@@ -7,6 +7,7 @@ from typing import Iterator, List
 import apache_beam as beam
 import fastavro
 from apache_beam.io.avroio import ReadFromAvro, WriteToAvro
+from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from transforms import layout
@@ -14,7 +15,7 @@ from transforms.errors import InputError
 from transforms.records import complete_datum
 
 __all__ = ['check_avro_files', 'ReadParts', 'ReadCrawlDb', 'WriteParts', 'db_update',
-           'iter_records']
+           'iter_records', 'write_avro_file']
 
 log = logging.getLogger('beamcrawl')
 
@@ -29,6 +30,13 @@ def check_avro_files(paths: List[str]) -> None:
         except Exception as e:  # pylint: disable=broad-except  (any decoder error means corrupt)
             raise InputError(f'{path}: not a readable Avro file ({type(e).__name__}: {e})') \
                 from None
+
+
+def write_avro_file(path: str, schema: dict, records) -> None:
+    """Writes one Avro file (deflate) through FileSystems; an empty list gives a valid empty
+    file. Used where a transform must control a part's name and order (fetch lists)."""
+    with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        fastavro.writer(f, fastavro.parse_schema(schema), records, codec='deflate')
 
 
 def iter_records(paths: List[str]) -> Iterator[dict]:

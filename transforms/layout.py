@@ -212,6 +212,34 @@ class CrawlLayout:
             raise ValueError(part)
         return _join(self.segment(segment), part)
 
+    def segment_names(self) -> List[str]:
+        """Names of the segments (yyyyMMddHHmmss directories), oldest first."""
+        if not FileSystems.exists(self.segments):
+            return []
+        names = (os.path.basename(p.rstrip('/')) for p in _children(self.segments))
+        return sorted(n for n in names if len(n) == 14 and n.isdigit())
+
+    def has_part(self, segment: str, part: str) -> bool:
+        """Whether a segment's part is complete (it exists only once complete)."""
+        return FileSystems.exists(self.segment_part(segment, part))
+
+    def part_files(self, segment: str, part: str) -> List[str]:
+        return list_files(_join(self.segment_part(segment, part), PART_GLOB))
+
+    def part_tmp_dir(self, segment: str, part: str) -> str:
+        """Where a part is written before it is published."""
+        if part not in self.SEGMENT_PARTS:
+            raise ValueError(part)
+        return _join(self.segment(segment), f'{_TMP_PREFIX}{part}')
+
+    def publish_part(self, segment: str, part: str) -> str:
+        """Renames a complete part from its temporary directory into place."""
+        final = self.segment_part(segment, part)
+        if FileSystems.exists(final):
+            raise RuntimeError(f'{final} exists already')
+        rename(self.part_tmp_dir(segment, part), final)
+        return final
+
     def scratch_dir(self, what: str) -> str:
         """A fresh scratch directory for a reader's pipeline output (caller deletes it)."""
         return _join(self.tmp, f'{what}-{int(time.time())}-{uuid.uuid4().hex[:8]}')

@@ -17,6 +17,15 @@ INJECT_MERGED = 'inject.merged'                 # URLs in the crawldb, changed (
 INJECT_PURGED = 'inject.purged_gone'            # db_gone records dropped (db.update.purge.404)
 INJECT_OLD_FILTERED = 'inject.old_rejected'     # existing records dropped by --filter-normalize-all
 
+# generate
+GENERATE_MALFORMED = 'generate.malformed'       # URL without a parseable host
+GENERATE_REJECTED = 'generate.rejected.'        # + a reason of policy.generate.REJECT_REASONS
+GENERATE_DUE = 'generate.due'                   # passed every check
+GENERATE_SELECTED = 'generate.selected'         # written to a fetch list
+GENERATE_OVER_LIMIT = 'generate.over_limit'     # due, but topN × maxNumSegments were placed
+GENERATE_HOST_CAPPED = 'generate.host_capped'   # due, but its host/domain was full everywhere
+GENERATE_HOSTS_AFFECTED = 'generate.hosts_capped'  # hosts/domains that hit the cap
+
 CRAWLDB_RECORDS = 'crawldb.records'             # records written to the new crawldb
 
 

@@ -148,7 +148,10 @@ _DATUM_DEFAULTS = {f['name']: f.get('default') for f in CRAWL_DATUM_SCHEMA['fiel
 
 
 def complete_datum(record: Mapping) -> dict:
-    """A CrawlDatum read from a file, with fields its writer did not have filled in."""
+    """A CrawlDatum read from a file, with fields its writer did not have filled in (the record
+    itself when nothing is missing)."""
+    if len(record) == len(_DATUM_DEFAULTS) and record.get('metadata') is not None:
+        return record
     out = dict(record)
     for name, default in _DATUM_DEFAULTS.items():
         if name not in out:

@@ -1,0 +1,159 @@
+"""generate: SelectForFetch on TestPipeline, and the command end to end."""
+
+import glob
+import os
+
+import apache_beam as beam
+import pytest
+from apache_beam.testing.test_pipeline import TestPipeline
+from apache_beam.testing.util import assert_that, equal_to
+
+from pipelines.cli import main
+from tests.conftest import read_db, read_parts, run_cli, write_db
+from transforms.generate import SelectForFetch
+from transforms.policy.generate import GenerateSettings
+from transforms.policy.urls import UrlPolicy, host_of
+from transforms.records import crawl_datum
+from transforms.runtime import counters_of
+
+DAY = 86400000
+NOW = 1795305600000      # 2026-11-22T00:00:00Z
+
+
+def rec(url, score=1.0, fetch_time=0, status='db_unfetched', **kw):
+    return crawl_datum(url, status, fetch_time=fetch_time, fetch_interval=2592000, score=score,
+                       **kw)
+
+
+def _select(runner, cfg, records, **kw):
+    args = dict(settings=GenerateSettings.from_config(cfg), policy=UrlPolicy.from_config(cfg),
+                now=NOW, top_n=None, max_count=-1, count_mode='host', max_segments=1)
+    args.update(kw)
+    p = TestPipeline(runner=runner)
+    out = (p | beam.Create(records) | SelectForFetch(**args)
+           | beam.Map(lambda sr: (sr[0], sr[1]['url'])))
+    return p, out
+
+
+def test_exact_top_n_across_hosts(runner, cfg):
+    # 3 hosts with very different scores: the global top 4 are exact, not split per host.
+    records = ([rec(f'http://a.test/{i}', score=10 - i) for i in range(5)]
+               + [rec(f'http://b.test/{i}', score=0.5) for i in range(5)]
+               + [rec(f'http://c.test/{i}', score=7.5) for i in range(1)])
+    p, out = _select(runner, cfg, records, top_n=4)
+    assert_that(out, equal_to([(1, 'http://a.test/0'), (1, 'http://a.test/1'),
+                               (1, 'http://a.test/2'), (1, 'http://c.test/0')]))
+    p.run().wait_until_finish()
+
+
+def test_per_host_and_per_domain_caps(runner, cfg):
+    records = [rec(f'http://{h}.example.test/{i}', score=5 - i)
+               for h in ('www', 'news') for i in range(3)]
+    p, out = _select(runner, cfg, records, max_count=2)
+    assert_that(out | beam.combiners.Count.Globally(), equal_to([4]), label='byHost')
+    p.run().wait_until_finish()
+    p, out = _select(runner, cfg, records, max_count=2, count_mode='domain')
+    # one domain (example.test): the two best URLs over both hosts, ties by URL
+    assert_that(out, equal_to([(1, 'http://news.example.test/0'),
+                               (1, 'http://www.example.test/0')]), label='byDomain')
+    p.run().wait_until_finish()
+
+
+def test_overflow_into_segments_and_counters(runner, cfg):
+    records = [rec(f'http://a.test/{i}', score=10 - i) for i in range(5)] + \
+              [rec('http://b.test/0', score=0.1)]
+    p, out = _select(runner, cfg, records, top_n=2, max_count=2, max_segments=2)
+    assert_that(out, equal_to([(1, 'http://a.test/0'), (1, 'http://a.test/1'),
+                               (2, 'http://a.test/2'), (2, 'http://a.test/3')]))
+    result = p.run()
+    result.wait_until_finish()
+    c = counters_of(result)
+    assert c['generate.due'] == 6 and c['generate.host_capped'] == 1   # a.test/4
+    assert c['generate.over_limit'] == 1                                # b.test/0
+
+
+def test_rejections_counted_by_reason(runner, cfg):
+    records = [rec('http://a.test/due'), rec('http://a.test/later', fetch_time=NOW + DAY),
+               rec('http://a.test/x.gif'), rec('not-a-url'),
+               rec('http://a.test/locked', metadata={'_ngt_': str(NOW - DAY)}),
+               rec('http://a.test/neg', score=-1.0)]
+    p, out = _select(runner, cfg, records)
+    assert_that(out, equal_to([(1, 'http://a.test/due')]))
+    result = p.run()
+    result.wait_until_finish()
+    c = counters_of(result)
+    assert c['generate.rejected.not_due'] == 1 and c['generate.rejected.filtered'] == 1
+    assert c['generate.malformed'] == 1 and c['generate.rejected.generate_locked'] == 1
+    assert c['generate.rejected.below_min_score'] == 1
+
+
+@pytest.fixture
+def crawl(tmp_path):
+    crawl = str(tmp_path / 'crawl')
+    records = [rec(f'http://h{h}.test/p{i}', score=1 + (h * 7 + i) % 5, fetch_time=NOW - DAY)
+               for h in range(12) for i in range(6)]
+    records += [rec('http://h0.test/future', fetch_time=NOW + DAY), rec('garbage')]
+    write_db(crawl, records)
+    return crawl
+
+
+def test_generate_writes_host_partitioned_parts(crawl, capsys):
+    assert main(['generate', crawl, '--num-fetchers', '3', '--now', str(NOW)]) == 0
+    (segment,) = capsys.readouterr().out.split()
+    assert segment == os.path.join(crawl, 'segments', '20261122000000')
+    parts = sorted(glob.glob(os.path.join(segment, 'crawl_generate', 'part-*.avro')))
+    assert [os.path.basename(p) for p in parts] == [f'part-0000{i}.avro' for i in range(3)]
+    owner = {}
+    total = 0
+    for path in parts:
+        records = read_parts([path])
+        total += len(records)
+        for r in records:
+            assert owner.setdefault(host_of(r['url']), path) == path, 'a host split across parts'
+            assert r['metadata']['_ngt_'] == str(NOW)
+        hosts = [host_of(r['url']) for r in records]
+        if len(set(hosts)) > 1:   # hosts interleave: not one host's URLs in a single run
+            runs = sum(1 for a, b in zip(hosts, hosts[1:]) if a != b) + 1
+            assert runs > len(set(hosts))
+    assert total == 72
+    assert not os.path.exists(os.path.join(crawl, 'crawldb', '.locked'))
+
+
+def test_nothing_due_exits_1_and_leaves_no_segment(crawl):
+    proc = run_cli('generate', crawl, '--now', str(NOW - 10 * DAY), check=False)
+    assert proc.returncode == 1 and proc.stdout == ''
+    assert not os.path.exists(os.path.join(crawl, 'segments')) or \
+        os.listdir(os.path.join(crawl, 'segments')) == []
+
+
+def test_update_crawldb_makes_consecutive_generates_disjoint(crawl, capsys):
+    args = ['-D', 'generate.update.crawldb=true', '--top-n', '30', '--now', str(NOW)]
+    assert main(['generate', crawl, *args]) == 0
+    assert main(['generate', crawl, *args]) == 0
+    assert main(['generate', crawl, *args]) == 0
+    first, second, third = capsys.readouterr().out.split()
+    assert first < second < third          # unique, increasing names in the same second
+    sets = [{r['url'] for r in read_parts(glob.glob(f'{s}/crawl_generate/*.avro'))}
+            for s in (first, second, third)]
+    assert [len(s) for s in sets] == [30, 30, 12]
+    assert not sets[0] & sets[1] and not sets[1] & sets[2] and not sets[0] & sets[2]
+    db = read_db(crawl)
+    assert all(db[u]['metadata'].get('_ngt_') == str(NOW) for s in sets for u in s)
+    # the lock expires after crawl.gen.delay: a week later everything is due again
+    assert main(['generate', crawl, '--now', str(NOW + 8 * DAY)]) == 0
+
+
+def test_without_update_crawldb_the_crawldb_is_untouched(crawl):
+    before = read_db(crawl)
+    assert main(['generate', crawl, '--top-n', '5', '--now', str(NOW)]) == 0
+    assert read_db(crawl) == before
+    assert main(['generate', crawl, '--top-n', '5', '--now', str(NOW)]) == 0   # same URLs again
+
+
+def test_generate_user_errors(tmp_path, crawl):
+    proc = run_cli('generate', str(tmp_path / 'none'), check=False)
+    assert proc.returncode == 2 and 'no crawldb' in proc.stderr
+    proc = run_cli('generate', crawl, '--top-n', '0', check=False)
+    assert proc.returncode == 2 and 'positive integer' in proc.stderr
+    proc = run_cli('generate', crawl, '-D', 'generate.restrict.status=nope', check=False)
+    assert proc.returncode == 2 and 'not a status name' in proc.stderr

@@ -1,0 +1,335 @@
+"""The Generator as Beam transforms: crawldb → selected records per segment → fetch-list parts.
+
+Shape (the design card's "host-keyed GroupByKey with top-N combiners"):
+  select (per record, Nutch's checks) → per host/domain Top-N combiner (only the URLs a host
+  could ever get: generate.max.count × maxNumSegments) → one global walk in selection order
+  (exact topN, per-host caps, overflow into the next segment) → key by (segment, part) → one
+  Avro file per part, hosts interleaved.
+Without a per-host cap the global step is a plain Top-N combiner.
+"""
+
+import socket
+from operator import itemgetter
+from typing import Dict, Optional
+
+import apache_beam as beam
+from apache_beam.transforms.combiners import ToList
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils.timestamp import MIN_TIMESTAMP
+from apache_beam.utils.windowed_value import WindowedValue
+
+from transforms import metrics
+from transforms.dbio import write_avro_file
+from transforms.policy.generate import (REJECT_REASONS, GenerateSettings, assign_segments,
+                                        partition, scatter_key, sort_key)
+from transforms.policy.urls import UrlPolicy, host_of, scheme_host
+from transforms.records import CRAWL_DATUM_SCHEMA, METADATA_GENERATE_TIME
+
+__all__ = ['SelectForFetch', 'WriteFetchLists', 'MarkGenerated', 'publish_fetch_lists',
+           'PART_MODES']
+
+PART_MODES = ('byHost', 'byDomain', 'byIP')
+
+
+def _truncate(items: list, keep: int) -> None:
+    """Keeps the `keep` first items in selection order (items are (sort key, ...) tuples)."""
+    items.sort(key=itemgetter(0))
+    del items[keep:]
+
+
+def _mark(record: dict, now: str) -> dict:
+    return dict(record, metadata={**record['metadata'], METADATA_GENERATE_TIME: now})
+
+
+class _SelectFn(beam.DoFn):
+    """crawldb record → due records, grouped and trimmed per bundle.
+
+    With `keep` set, due records are collected per group (the host/domain, or one global group)
+    and only the `keep` first in selection order survive; each bundle then emits
+    (group, (number of due records, [(sort key, count key, record)])): a hand-lifted combiner
+    that avoids Beam's per-element combine cost. Without `keep` (no topN, no cap), each due
+    record is emitted at once as (1, record with the generate marker).
+    Counts are summed locally and added to the Beam counters once per bundle.
+    """
+
+    def __init__(self, *, settings, policy, now, count_mode, filter_urls, keep, per_host):
+        self.settings = settings
+        self.policy = policy
+        self.now = now
+        self.count_mode = count_mode
+        self.filter_urls = filter_urls
+        self.keep = keep
+        self.per_host = per_host
+
+    def start_bundle(self):
+        self._groups = {}
+        self._counts = dict.fromkeys(
+            [metrics.GENERATE_MALFORMED, metrics.GENERATE_DUE]
+            + [metrics.GENERATE_REJECTED + r for r in REJECT_REASONS], 0)
+
+    def process(self, record):
+        url = record['url']
+        parts = scheme_host(url)
+        host = parts[1]
+        if not host:
+            self._counts[metrics.GENERATE_MALFORMED] += 1
+            return
+        if self.filter_urls and not self.policy.accept(url, parts):
+            self._counts[metrics.GENERATE_REJECTED + 'filtered'] += 1
+            return
+        reason, candidate = self.settings.check(record, self.now)
+        if reason:
+            self._counts[metrics.GENERATE_REJECTED + reason] += 1
+            return
+        self._counts[metrics.GENERATE_DUE] += 1
+        if self.keep is None:
+            yield 1, _mark(candidate, str(self.now))
+            return
+        key = host if self.count_mode == 'host' else self.policy.domains.domain(host)
+        name = key if self.per_host else ''
+        group = self._groups.get(name)
+        if group is None:
+            group = self._groups[name] = [0, []]
+        group[0] += 1
+        group[1].append((sort_key(candidate), key, candidate))
+        if len(group[1]) >= 2 * self.keep:
+            _truncate(group[1], self.keep)
+
+    def finish_bundle(self):
+        for name, count in self._counts.items():
+            if count:
+                metrics.counter(name).inc(count)
+        for name, (total, items) in self._groups.items():
+            _truncate(items, self.keep)
+            yield WindowedValue((name, (total, items)), MIN_TIMESTAMP, [GlobalWindow()])
+        self._groups = {}
+
+
+class _MergeTopCombineFn(beam.CombineFn):
+    """Merges (count, items) partials of one group, keeping the `keep` first items."""
+
+    def __init__(self, keep):
+        self.keep = keep
+
+    def create_accumulator(self):
+        return 0, []
+
+    def add_input(self, acc, partial):
+        items = acc[1] + partial[1]
+        if len(items) > self.keep:
+            _truncate(items, self.keep)
+        return acc[0] + partial[0], items
+
+    def merge_accumulators(self, accumulators):
+        total, items = 0, []
+        for acc in accumulators:
+            total, items = self.add_input((total, items), acc)
+        return total, items
+
+    def extract_output(self, acc):
+        _truncate(acc[1], self.keep)
+        return acc
+
+
+class _AssignFn(beam.DoFn):
+    """All groups [(group, (due count, [(sort key, count key)]))] → (url, segment index), by the
+    §3.3 walk. Only compact tuples come here: the records are joined back afterwards."""
+
+    def __init__(self, *, top_n, max_count, max_segments, trimmed_by_cap):
+        self.top_n = top_n
+        self.max_count = max_count
+        self.max_segments = max_segments
+        self.trimmed_by_cap = trimmed_by_cap   # URLs the per-group trim dropped hit the cap
+        self.over_limit = metrics.counter(metrics.GENERATE_OVER_LIMIT)
+        self.host_capped = metrics.counter(metrics.GENERATE_HOST_CAPPED)
+        self.hosts_affected = metrics.counter(metrics.GENERATE_HOSTS_AFFECTED)
+
+    def process(self, groups):
+        candidates = []
+        trimmed = 0
+        for _, (total, items) in groups:
+            trimmed += total - len(items)
+            candidates.extend(items)
+        candidates.sort(key=itemgetter(0))
+        result = assign_segments(((key, sk[2]) for sk, key in candidates),
+                                 top_n=self.top_n, max_count=self.max_count,
+                                 max_segments=self.max_segments)
+        self.host_capped.inc(result.host_capped + (trimmed if self.trimmed_by_cap else 0))
+        self.over_limit.inc(result.over_limit + (0 if self.trimmed_by_cap else trimmed))
+        self.hosts_affected.inc(result.hosts_affected)
+        yield from result.segments.items()
+
+
+class SelectForFetch(beam.PTransform):
+    """PCollection[CrawlDatum] (the crawldb) → PCollection[(segment index ≥ 1, CrawlDatum)].
+
+    Args (keyword-only):
+      settings: the per-record checks (shouldFetch, generate lock, status, score, interval).
+      policy: URL filters and the domain helper.
+      now: the current time, epoch ms; also the generate marker `_ngt_` of selected records.
+      top_n: URLs per segment (None: unlimited); exact over the whole crawldb.
+      max_count: generate.max.count, URLs per host or domain per segment (≤ 0: unlimited).
+      count_mode: 'host' or 'domain' (generate.count.mode).
+      max_segments: how many segments may be filled (overflow goes to the next one).
+      filter_urls: apply the URL filters (generate.filter).
+    """
+
+    def __init__(self, *, settings: GenerateSettings, policy: UrlPolicy, now: int,
+                 top_n: Optional[int], max_count: int, count_mode: str, max_segments: int,
+                 filter_urls: bool = True):
+        super().__init__()
+        if count_mode not in ('host', 'domain'):
+            raise ValueError(f'count mode {count_mode!r}')
+        self.settings, self.policy, self.now = settings, policy, now
+        self.top_n, self.max_count, self.max_segments = top_n, max_count, max_segments
+        self.count_mode, self.filter_urls = count_mode, filter_urls
+
+    def expand(self, crawldb):
+        per_host = self.max_count > 0
+        keep = None
+        if per_host:
+            keep = self.max_count * self.max_segments
+            if self.top_n is not None:
+                keep = min(keep, self.top_n * self.max_segments)
+        elif self.top_n is not None:
+            keep = self.top_n * self.max_segments
+        select = _SelectFn(settings=self.settings, policy=self.policy, now=self.now,
+                           count_mode=self.count_mode, filter_urls=self.filter_urls,
+                           keep=keep, per_host=per_host)
+        if keep is None:
+            return crawldb | 'Select' >> beam.ParDo(select)
+        groups = (crawldb
+                  | 'Select' >> beam.ParDo(select)
+                  | 'MergeGroups' >> beam.CombinePerKey(_MergeTopCombineFn(keep)))
+        assigned = (groups
+                    | 'Compact' >> beam.Map(lambda g: (g[0], (g[1][0], [
+                        (sk, key) for sk, key, _ in g[1][1]])))
+                    | 'AllGroups' >> ToList()
+                    | 'Assign' >> beam.ParDo(_AssignFn(
+                        top_n=self.top_n, max_count=self.max_count,
+                        max_segments=self.max_segments,
+                        trimmed_by_cap=per_host and keep == self.max_count * self.max_segments)))
+        marker = str(self.now)
+
+        def pick(group, segments):
+            for sk, _, record in group[1][1]:
+                segment = segments.get(sk[2])
+                if segment is not None:
+                    yield segment, _mark(record, marker)
+
+        return groups | 'JoinSelected' >> beam.FlatMap(pick, beam.pvalue.AsDict(assigned))
+
+
+class _PartKeyFn(beam.DoFn):
+    """(segment, record) → ((segment, part index), record), by partition.url.mode."""
+
+    def __init__(self, *, mode, num_parts, policy):
+        self.mode, self.num_parts, self.policy = mode, num_parts, policy
+        self.selected = metrics.counter(metrics.GENERATE_SELECTED)
+
+    def setup(self):
+        self._ips: Dict[str, str] = {}
+
+    def _key(self, host: str) -> str:
+        if self.mode == 'byDomain':
+            return self.policy.domains.domain(host)
+        if self.mode == 'byIP':
+            if host not in self._ips:
+                try:
+                    self._ips[host] = socket.gethostbyname(host)
+                except (OSError, UnicodeError):
+                    self._ips[host] = ''     # unresolvable hosts share one part, as Nutch
+            return self._ips[host]
+        return host
+
+    def process(self, item):
+        segment, record = item
+        self.selected.inc()
+        part = partition(self._key(host_of(record['url'])), self.num_parts)
+        yield (segment, part), record
+
+
+class _WritePartFn(beam.DoFn):
+    """((segment, part), records) → the part's Avro file, in scatter order; yields its path."""
+
+    def __init__(self, part_dirs: Dict[int, str]):
+        self.part_dirs = part_dirs
+
+    def process(self, item):
+        (segment, part), records = item
+        records = sorted(records, key=lambda r: (scatter_key(r['url']), r['url']))
+        path = f'{self.part_dirs[segment]}/part-{part:05d}.avro'
+        write_avro_file(path, CRAWL_DATUM_SCHEMA, records)
+        yield path
+
+
+class WriteFetchLists(beam.PTransform):
+    """PCollection[(segment index, CrawlDatum)] → one Avro file per (segment, part) under
+    part_dirs[segment]; all URLs of a host (or domain, or IP) go to the same part.
+
+    Args:
+      part_dirs: {segment index: directory to write crawl_generate parts into}.
+      num_parts: parts per segment (--num-fetchers).
+      mode: partition.url.mode, one of PART_MODES.
+      policy: for the domain helper (byDomain).
+    """
+
+    def __init__(self, *, part_dirs: Dict[int, str], num_parts: int, mode: str,
+                 policy: UrlPolicy):
+        super().__init__()
+        if mode not in PART_MODES:
+            raise ValueError(f'partition mode {mode!r}')
+        self.part_dirs, self.num_parts, self.mode, self.policy = part_dirs, num_parts, mode, policy
+
+    def expand(self, assigned):
+        return (assigned
+                | 'PartKey' >> beam.ParDo(_PartKeyFn(mode=self.mode, num_parts=self.num_parts,
+                                                     policy=self.policy))
+                | 'GroupParts' >> beam.GroupByKey()
+                | 'WritePart' >> beam.ParDo(_WritePartFn(self.part_dirs)))
+
+
+class MarkGenerated(beam.PTransform):
+    """PCollection[CrawlDatum] (the crawldb) → the same with `_ngt_` = now on every URL that was
+    selected (generate.update.crawldb), so that a second generate skips them.
+
+    Args:
+      selected: PCollection[(segment index, CrawlDatum)] from SelectForFetch.
+      now: the generate time written into `_ngt_`.
+    """
+
+    def __init__(self, *, selected, now: int):
+        super().__init__()
+        self.selected, self.now = selected, now
+
+    def expand(self, crawldb):
+        urls = self.selected | 'SelectedUrls' >> beam.Map(lambda item: (item[1]['url'], True))
+        marker = str(self.now)
+
+        def mark(record, chosen):
+            if record['url'] not in chosen:
+                return record
+            return dict(record, metadata={**record['metadata'], METADATA_GENERATE_TIME: marker})
+
+        return crawldb | 'Mark' >> beam.Map(mark, beam.pvalue.AsDict(urls))
+
+
+def publish_fetch_lists(crawl, names, num_parts: int):
+    """Driver side, after the pipeline: each segment that received records gets its missing
+    (empty) parts and its crawl_generate published; a segment that received none is removed.
+    Returns the paths of the segments made."""
+    from transforms import layout   # driver-only helpers
+    made = []
+    for name in names:
+        tmp = crawl.part_tmp_dir(name, 'crawl_generate')
+        present = set(layout.list_files(f'{tmp}/part-*.avro'))
+        if not present:
+            layout.delete(crawl.segment(name))
+            continue
+        for part in range(num_parts):
+            path = f'{tmp}/part-{part:05d}.avro'
+            if path not in present:
+                write_avro_file(path, CRAWL_DATUM_SCHEMA, [])
+        crawl.publish_part(name, 'crawl_generate')
+        made.append(crawl.segment(name))
+    return made

@@ -1,0 +1,156 @@
+"""The Generator's decisions (NUTCH_REFERENCE.md §3). Pure, no Beam.
+
+* `GenerateSettings.check(record, now)`: Nutch's per-record checks in Nutch's order (the URL
+  filter is applied by the caller, first).
+* `sort_key(...)`: highest sort value first; ties: the record due longest (smallest fetch time)
+  first, then the smaller URL. Nutch leaves ties in no defined order.
+* `assign_segments(...)`: the SelectorReducer walk of §3.3 over one globally sorted list, so
+  topN is exact (Nutch splits topN evenly over its reducers and can select fewer).
+* `partition(...)`, `scatter_key(...)`: which fetch-list part a URL goes to (all URLs of a host
+  or domain together), and the order inside a part that interleaves hosts.
+* `segment_names(...)`: unique, increasing segment names without sleeping.
+
+Decision on Nutch quirk A.8: when a host moves to the next segment the count there starts at 1
+(the URL being placed), and a segment already holding topN URLs is never given more; so no
+segment exceeds topN and no host exceeds generate.max.count in any segment.
+"""
+
+import dataclasses
+import datetime
+import zlib
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+from transforms.policy.schedule import should_fetch
+from transforms.records import METADATA_GENERATE_TIME, STATUS_CODES
+
+__all__ = ['GenerateSettings', 'sort_key', 'assign_segments', 'Assignment', 'partition',
+           'scatter_key', 'segment_names', 'REJECT_REASONS']
+
+# Rejection reasons, in the order the checks run; each has a counter generate.rejected.<reason>.
+REJECT_REASONS = ('filtered', 'not_due', 'generate_locked', 'status_restricted',
+                  'below_min_score', 'interval_too_long')
+
+
+@dataclasses.dataclass(frozen=True)
+class GenerateSettings:
+    max_interval: int            # db.fetch.interval.max, s
+    gen_delay: int               # crawl.gen.delay, ms
+    restrict_status: str         # generate.restrict.status ('' = none)
+    min_score: float             # generate.min.score
+    min_interval: int            # generate.min.interval, s (-1 = none)
+
+    @classmethod
+    def from_config(cls, cfg) -> 'GenerateSettings':
+        restrict = cfg['generate.restrict.status']
+        if restrict and restrict.lower() not in STATUS_CODES:
+            raise ValueError(f'generate.restrict.status={restrict}: not a status name')
+        return cls(max_interval=cfg['db.fetch.interval.max'], gen_delay=cfg['crawl.gen.delay'],
+                   restrict_status=restrict.lower(), min_score=cfg['generate.min.score'],
+                   min_interval=cfg['generate.min.interval'])
+
+    def check(self, record: dict, now: int) -> Tuple[str, dict]:
+        """('' and the fetch-list copy of the record) or (rejection reason, record)."""
+        due, candidate = should_fetch(record, now, self.max_interval)
+        if not due:
+            return 'not_due', record
+        generated = record['metadata'].get(METADATA_GENERATE_TIME)
+        if generated is not None:
+            try:
+                if int(generated) + self.gen_delay > now:
+                    return 'generate_locked', record
+            except ValueError:
+                pass   # an unreadable marker locks nothing
+        if self.restrict_status and record['status'] != self.restrict_status:
+            return 'status_restricted', record
+        if sort_value(record) < self.min_score:
+            return 'below_min_score', record
+        if self.min_interval != -1 and record['fetch_interval'] > self.min_interval:
+            return 'interval_too_long', record
+        return '', candidate
+
+
+def sort_value(record: dict) -> float:
+    """The generator sort value: the score (OPIC's generatorSortValue)."""
+    return record['score']
+
+
+def sort_key(record: dict) -> tuple:
+    """Ascending order of this key is the selection order."""
+    return (-sort_value(record), record['fetch_time'], record['url'])
+
+
+@dataclasses.dataclass
+class Assignment:
+    """Result of the walk: segment (1-based) of each selected item, and what was left out."""
+    segments: Dict[str, int] = dataclasses.field(default_factory=dict)
+    over_limit: int = 0          # not reached: topN × maxNumSegments URLs were already placed
+    host_capped: int = 0         # its host/domain had generate.max.count URLs in every segment
+    hosts_affected: int = 0      # hosts/domains that had URLs left out by the cap
+
+
+def assign_segments(items: Iterable[Tuple[str, str]], *, top_n: Optional[int], max_count: int,
+                    max_segments: int) -> Assignment:
+    """SelectorReducer's walk over (count key, url) pairs given in selection order.
+
+    top_n: URLs per segment (None: unlimited). max_count: URLs per host/domain per segment
+    (≤ 0: unlimited). max_segments: how many segments may be filled.
+    """
+    limit = top_n if top_n is not None else float('inf')
+    out = Assignment()
+    seg_counts = [0] * (max_segments + 2)
+    host_state: Dict[str, Tuple[int, int]] = {}
+    capped_hosts = set()
+    count, current = 0, 1
+    items = iter(items)
+    for key, url in items:
+        if count >= limit:
+            if current < max_segments:
+                count, current = 0, current + 1
+            else:
+                out.over_limit += 1 + sum(1 for _ in items)
+                break
+        if max_count > 0:
+            seg, in_seg = host_state.get(key, (1, 0))
+            in_seg += 1
+            while seg <= max_segments and (seg_counts[seg] >= limit or in_seg > max_count):
+                seg, in_seg = seg + 1, 1
+            if seg > max_segments:
+                out.host_capped += 1
+                if key not in capped_hosts:
+                    capped_hosts.add(key)
+                    out.hosts_affected += 1
+                continue
+            host_state[key] = (seg, in_seg)
+        else:
+            seg = current
+        seg_counts[seg] += 1
+        out.segments[url] = seg
+        count += 1
+    return out
+
+
+def partition(key: str, num_parts: int) -> int:
+    """Part index of a host/domain/IP key: a stable hash (not Python's salted hash())."""
+    return zlib.crc32(key.encode('utf-8')) % num_parts
+
+
+def scatter_key(url: str) -> int:
+    """Nutch's URL-hash order inside a part: h = 31*h + b over the URL bytes, last byte first,
+    as a 32-bit signed int. Sorting by it interleaves hosts."""
+    h = 0
+    for b in reversed(url.encode('utf-8')):
+        h = (31 * h + (b - 256 if b > 127 else b)) & 0xffffffff
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def segment_names(existing: Sequence[str], now: int, count: int) -> List[str]:
+    """`count` new segment names (yyyyMMddHHmmss, UTC): the time of `now`, or one second after
+    the newest existing segment if that is not later, then one second apart."""
+    start = datetime.datetime.fromtimestamp(now // 1000, datetime.timezone.utc)
+    newest = max((n for n in existing if len(n) == 14 and n.isdigit()), default=None)
+    if newest is not None:
+        after = datetime.datetime.strptime(newest, '%Y%m%d%H%M%S').replace(
+            tzinfo=datetime.timezone.utc) + datetime.timedelta(seconds=1)
+        start = max(start, after)
+    return [(start + datetime.timedelta(seconds=i)).strftime('%Y%m%d%H%M%S')
+            for i in range(count)]
