@@ -16,6 +16,7 @@ COMMANDS = {
     'inject': 'pipelines.inject',
     'readdb': 'pipelines.readdb',
     'generate': 'pipelines.generate',
+    'fetch': 'pipelines.fetch',
 }
 ALIASES = {}
 

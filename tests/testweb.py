@@ -171,10 +171,12 @@ class _Handler(BaseHTTPRequestHandler):
         headers = {'Content-Type': page.content_type, **page.headers}
         for name, value in headers.items():
             self.send_header(name, value)
-        self.send_header('Content-Length', str(len(page.body)))
+        body = b'' if page.status in (204, 304) else page.body   # these have no body (RFC 9110)
+        if page.status not in (204, 304):
+            self.send_header('Content-Length', str(len(body)))
         self.end_headers()
-        if send_body:
-            self.wfile.write(page.body)
+        if send_body and body:
+            self.wfile.write(body)
         self.wfile.flush()
         self.testweb._record(LoggedRequest(request.host, path, self.command, page.status,
                                            start, time.time()))

@@ -24,7 +24,7 @@ from apache_beam.io.filesystem import BeamIOError
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.io.localfilesystem import LocalFileSystem
 
-from transforms.errors import LockedError
+from transforms.errors import InputError, LockedError
 
 __all__ = ['CrawlLayout', 'DbLayout', 'DbLock', 'PART_GLOB', 'exists', 'list_files',
            'delete', 'mkdirs', 'rename']
@@ -222,6 +222,13 @@ class CrawlLayout:
     def has_part(self, segment: str, part: str) -> bool:
         """Whether a segment's part is complete (it exists only once complete)."""
         return FileSystems.exists(self.segment_part(segment, part))
+
+    def resolve_segment(self, name_or_path: str) -> str:
+        """A segment's name from its name or path; the segment must exist."""
+        name = os.path.basename(name_or_path.rstrip('/'))
+        if not FileSystems.exists(self.segment(name)):
+            raise InputError(f'{self.segment(name)}: no such segment')
+        return name
 
     def part_files(self, segment: str, part: str) -> List[str]:
         return list_files(_join(self.segment_part(segment, part), PART_GLOB))

@@ -16,7 +16,7 @@ from typing import List, Mapping, Optional, Sequence, Tuple
 import tldextract
 
 __all__ = ['MalformedUrl', 'RuleError', 'BasicNormalizer', 'RegexNormalizer', 'RegexFilter',
-           'DomainHelper', 'UrlPolicy', 'host_of', 'scheme_host', 'split_url']
+           'DomainHelper', 'UrlPolicy', 'choose_repr', 'host_of', 'scheme_host', 'split_url']
 
 
 class MalformedUrl(ValueError):
@@ -363,6 +363,37 @@ class DomainHelper:
         """The registrable domain of a URL's host ('' when it has none)."""
         host = host_of(url)
         return self.domain(host) if host else ''
+
+
+def choose_repr(src: str, dst: str, temp: bool, domains: 'DomainHelper') -> str:
+    """The representative URL of a redirect (Nutch's URLUtil.chooseRepr, §11.5)."""
+    try:
+        _, src_auth, src_rest = split_url(src)
+        _, dst_auth, dst_rest = split_url(dst)
+    except MalformedUrl:
+        return dst
+    src_host, dst_host = host_of(src), host_of(dst)
+    if not src_host or not dst_host or src_auth is None or dst_auth is None:
+        return dst
+    if domains.domain(src_host) != domains.domain(dst_host):
+        return dst
+    src_path, dst_path = src_rest.split('?', 1)[0], dst_rest.split('?', 1)[0]
+    src_root, dst_root = src_path in ('', '/'), dst_path in ('', '/')
+    if not temp:
+        return src if src_root else dst
+    if src_root and not dst_root:
+        return src
+    if dst_root and not src_root:
+        return dst
+    if not src_root and not dst_root and src_host == dst_host:
+        src_parts = len([p for p in src_path.split('/') if p])
+        dst_parts = len([p for p in dst_path.split('/') if p])
+        if src_parts != dst_parts:
+            return src if src_parts < dst_parts else dst
+        if len(src_path) != len(dst_path):
+            return src if len(src_path) < len(dst_path) else dst
+        return src
+    return dst if dst_host.count('.') < src_host.count('.') else src
 
 
 class UrlPolicy:

@@ -1,0 +1,84 @@
+"""fetch: FetchSegment on TestPipeline, and the command end to end."""
+
+import glob
+import os
+
+import apache_beam as beam
+from apache_beam.testing.test_pipeline import TestPipeline
+from apache_beam.testing.util import assert_that, equal_to
+
+from pipelines.cli import main
+from tests.conftest import read_parts, run_cli, write_seeds
+from transforms.config import load_config
+from transforms.fetch import CONTENT, CRAWL_FETCH, FetchSegment
+from transforms.fetcher import FetcherSettings
+from transforms.http import HttpSettings
+from transforms.policy.urls import UrlPolicy
+from transforms.records import crawl_datum
+
+NOW = '2026-11-22T00:00:00Z'
+
+
+def _agent(web):
+    return ['-D', 'http.agent.name=testbot', '-D', 'http.proxy.host=127.0.0.1',
+            '-D', f'http.proxy.port={web.port}', '-D', 'fetcher.server.delay=0.1',
+            '-D', 'domain.extra.suffixes=test']
+
+
+def test_fetch_segment_transform(web, runner):
+    cfg = load_config(overrides={'http.agent.name': 'testbot', 'http.proxy.host': '127.0.0.1',
+                                 'http.proxy.port': web.port, 'fetcher.server.delay': 0.0})
+    settings = FetcherSettings.from_config(cfg)
+    records = [crawl_datum(u, 'db_unfetched', fetch_time=0, fetch_interval=60)
+               for u in ('http://www.a.test/', 'http://b.test/', 'http://b.test/gone')]
+    with TestPipeline(runner=runner) as p:
+        out = p | beam.Create(records) | FetchSegment(
+            settings=settings, http=HttpSettings.from_config(cfg, settings.threads),
+            policy=UrlPolicy.from_config(cfg), now=5, slots=2)
+        assert_that(out[CRAWL_FETCH] | beam.Map(lambda r: (r['url'], r['status'], r['fetch_time'])),
+                    equal_to([('http://www.a.test/', 'fetch_success', 5),
+                              ('http://b.test/', 'fetch_success', 5),
+                              ('http://b.test/gone', 'fetch_gone', 5)]), label='fetch')
+        assert_that(out[CONTENT] | beam.Map(lambda r: r['url']),
+                    equal_to(['http://www.a.test/', 'http://b.test/']), label='content')
+
+
+def test_fetch_command_end_to_end(web, tmp_path, capsys):
+    crawl = str(tmp_path / 'crawl')
+    seeds = write_seeds(tmp_path / 'seeds', ['http://www.a.test/', 'http://www.a.test/page1.html',
+                                             'http://www.a.test/private/x', 'http://b.test/',
+                                             'http://b.test/old', 'http://b.test/error'])
+    agent = _agent(web)
+    assert main(['inject', crawl, seeds, '--now', NOW, *agent]) == 0
+    assert main(['generate', crawl, '--num-fetchers', '2', '--now', NOW, *agent]) == 0
+    segment = capsys.readouterr().out.split()[-1]
+    assert main(['fetch', crawl, '--now', NOW, *agent]) == 0
+    out = capsys.readouterr().out
+    assert 'fetch_success' in out
+    fetched = read_parts(glob.glob(f'{segment}/crawl_fetch/*.avro'))
+    status = {r['url']: r['status'] for r in fetched if r['status'] != 'linked'}
+    assert status == {'http://www.a.test/': 'fetch_success',
+                      'http://www.a.test/page1.html': 'fetch_success',
+                      'http://www.a.test/private/x': 'fetch_gone',
+                      'http://b.test/': 'fetch_success', 'http://b.test/old': 'fetch_redir_perm',
+                      'http://b.test/error': 'fetch_retry'}
+    assert [r['url'] for r in fetched if r['status'] == 'linked'] == ['http://b.test/']
+    contents = read_parts(glob.glob(f'{segment}/content/*.avro'))
+    assert {r['url'] for r in contents} == {'http://www.a.test/', 'http://www.a.test/page1.html',
+                                            'http://b.test/', 'http://b.test/old'}
+    assert not [n for n in os.listdir(segment) if n.startswith('.tmp')]
+    # the segment is now fetched: fetching it again is refused
+    proc = run_cli('fetch', crawl, os.path.basename(segment), *agent, check=False)
+    assert proc.returncode == 2 and 'already has crawl_fetch' in proc.stderr
+    proc = run_cli('fetch', crawl, *agent, check=False)
+    assert proc.returncode == 2 and 'no segment with crawl_generate and without crawl_fetch' \
+        in proc.stderr
+
+
+def test_fetch_refuses_without_agent_name(tmp_path):
+    proc = run_cli('fetch', str(tmp_path), check=False)
+    assert proc.returncode == 2 and 'http.agent.name is empty' in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    proc = run_cli('fetch', str(tmp_path), '-D', 'http.agent.name=x', '-D', 'fetcher.parse=true',
+                   check=False)
+    assert proc.returncode == 2 and 'not supported yet' in proc.stderr

@@ -1,0 +1,165 @@
+"""Per-queue politeness (Nutch's FetchItemQueues, NUTCH_REFERENCE.md §4.3, §4.8). Pure, no Beam.
+
+Time is passed in (seconds, any monotonic origin); the fetcher passes its wall clock, tests
+pass numbers. `FetchQueues` decides which item may be fetched now:
+
+* a queue hands out an item only while fewer than `threads_per_queue` are in progress and its
+  next allowed time has come; the delay runs from the END of one fetch to the START of the next:
+  `server_delay` (or a robots Crawl-delay) with one thread per queue, `min_delay` with more;
+* among ready queues, the one with the most estimated work left goes first (pending items ×
+  (delay + observed response time)): long and slow queues start early, which is what bounds the
+  makespan of a politeness-bound fetch;
+* exceptions add an exponential back-off of `exception_delay × 2^(n−1)` (Nutch's code; its
+  documentation says 2^n), and after `max_exceptions` the queue is blocked and its items are
+  handed back as not fetched.
+"""
+
+import collections
+import dataclasses
+import heapq
+import itertools
+from typing import Any, Deque, Dict, List, Optional, Tuple
+
+__all__ = ['FetchQueue', 'FetchQueues']
+
+
+@dataclasses.dataclass
+class FetchQueue:
+    qid: str
+    crawl_delay: float
+    pending: Deque[Any] = dataclasses.field(default_factory=collections.deque)
+    in_progress: int = 0
+    next_fetch: float = 0.0
+    exceptions: int = 0
+    blocked: bool = False
+    response_time: float = 0.0      # moving average of observed response times, s
+    version: int = 0                # invalidates stale heap entries
+
+
+class FetchQueues:
+    """The set of queues. Not thread-safe: the fetcher holds one lock around every call."""
+
+    def __init__(self, *, server_delay: float, min_delay: float, threads_per_queue: int,
+                 max_exceptions: int, exception_delay: float):
+        self.server_delay = server_delay
+        self.min_delay = min_delay
+        self.threads_per_queue = max(1, threads_per_queue)
+        self.max_exceptions = max_exceptions
+        self.exception_delay = exception_delay
+        self.queues: Dict[str, FetchQueue] = {}
+        self._ready: List[Tuple[float, int, str, int]] = []     # (-work left, seq, qid, version)
+        self._waiting: List[Tuple[float, int, str, int]] = []   # (next fetch, seq, qid, version)
+        self._seq = itertools.count()
+        self.pending_count = 0
+        self.in_progress_count = 0
+
+    # -- adding and scheduling ----------------------------------------------------------------
+    def add(self, qid: str, item: Any, now: float) -> bool:
+        """Queues an item; False when the queue is blocked (the caller reports it unfetched)."""
+        queue = self.queues.get(qid)
+        if queue is None:
+            queue = self.queues[qid] = FetchQueue(qid, self.server_delay)
+        if queue.blocked:
+            return False
+        queue.pending.append(item)
+        self.pending_count += 1
+        self._schedule(queue, now)
+        return True
+
+    def _work_left(self, queue: FetchQueue) -> float:
+        delay = queue.crawl_delay if self.threads_per_queue == 1 else self.min_delay
+        return len(queue.pending) * (delay + queue.response_time)
+
+    def _schedule(self, queue: FetchQueue, now: float) -> None:
+        if not queue.pending or queue.in_progress >= self.threads_per_queue:
+            return
+        queue.version += 1
+        if queue.next_fetch <= now:
+            heapq.heappush(self._ready, (-self._work_left(queue), next(self._seq), queue.qid,
+                                         queue.version))
+        else:
+            heapq.heappush(self._waiting, (queue.next_fetch, next(self._seq), queue.qid,
+                                           queue.version))
+
+    def next_ready(self, now: float) -> Tuple[Optional[FetchQueue], Any, Optional[float]]:
+        """(queue, item, None) for an item that may be fetched now, or (None, None, wait) where
+        wait is the time until a queue becomes ready (None: nothing is waiting at all)."""
+        while self._waiting and self._waiting[0][0] <= now:
+            _, _, qid, version = heapq.heappop(self._waiting)
+            queue = self.queues[qid]
+            if version == queue.version:
+                heapq.heappush(self._ready, (-self._work_left(queue), next(self._seq), qid,
+                                             queue.version))
+        while self._ready:
+            _, _, qid, version = heapq.heappop(self._ready)
+            queue = self.queues[qid]
+            if version != queue.version or not queue.pending or \
+                    queue.in_progress >= self.threads_per_queue or queue.next_fetch > now:
+                continue
+            item = queue.pending.popleft()
+            self.pending_count -= 1
+            queue.in_progress += 1
+            self.in_progress_count += 1
+            queue.version += 1
+            self._schedule(queue, now)   # more threads per queue may take the next one now
+            return queue, item, None
+        wait = None
+        while self._waiting:
+            next_fetch, _, qid, version = self._waiting[0]
+            if version == self.queues[qid].version:
+                wait = max(0.0, next_fetch - now)
+                break
+            heapq.heappop(self._waiting)
+        return None, None, wait
+
+    # -- results ----------------------------------------------------------------------------
+    def finish(self, queue: FetchQueue, now: float, *, response_time: float = 0.0,
+               exception: bool = False, asap: bool = False) -> List[Any]:
+        """Marks an item of `queue` done at `now`; returns the items dropped because the queue
+        reached max_exceptions (to be reported as not fetched)."""
+        queue.in_progress -= 1
+        self.in_progress_count -= 1
+        if response_time:
+            queue.response_time = (response_time if not queue.response_time
+                                   else 0.7 * queue.response_time + 0.3 * response_time)
+        dropped: List[Any] = []
+        if asap:
+            queue.next_fetch = now
+        else:
+            delay = queue.crawl_delay if self.threads_per_queue == 1 else self.min_delay
+            queue.next_fetch = now + delay
+        if exception:
+            queue.exceptions += 1
+            if 0 < self.max_exceptions <= queue.exceptions:
+                dropped = self.block(queue.qid)
+            elif self.exception_delay > 0:
+                queue.next_fetch += self.exception_delay * 2 ** min(queue.exceptions - 1, 31)
+        self._schedule(queue, now)
+        return dropped
+
+    def set_crawl_delay(self, qid: str, delay: float) -> None:
+        """A robots.txt Crawl-delay (already bounded by the caller) replaces the queue's delay."""
+        self.queues[qid].crawl_delay = delay
+
+    def block(self, qid: str) -> List[Any]:
+        """Stops a queue: its pending items are returned and later adds are refused."""
+        queue = self.queues[qid]
+        queue.blocked = True
+        dropped = list(queue.pending)
+        queue.pending.clear()
+        self.pending_count -= len(dropped)
+        queue.version += 1
+        return dropped
+
+    def drain(self) -> List[Any]:
+        """Empties every queue (time limit, throughput stop); returns the items."""
+        dropped: List[Any] = []
+        for queue in self.queues.values():
+            dropped.extend(queue.pending)
+            queue.pending.clear()
+            queue.version += 1
+        self.pending_count = 0
+        return dropped
+
+    def active_queues(self) -> int:
+        return sum(1 for q in self.queues.values() if q.pending or q.in_progress)

@@ -1,0 +1,41 @@
+"""HTTP code → protocol status → fetch status (NUTCH_REFERENCE.md §4.6). Pure, no Beam."""
+
+from typing import Optional
+
+__all__ = ['protocol_status', 'fetch_status', 'CONTENT_KEPT']
+
+_BY_CODE = {200: 'success', 302: 'temp_moved', 303: 'temp_moved', 307: 'temp_moved',
+            304: 'notmodified', 400: 'gone', 401: 'access_denied', 404: 'notfound', 410: 'gone'}
+
+_FETCH = {
+    'success': 'fetch_success',
+    'moved': 'fetch_redir_perm',
+    'temp_moved': 'fetch_redir_temp',
+    'exception': 'fetch_retry',
+    'retry': 'fetch_retry',
+    'gone': 'fetch_gone',
+    'notfound': 'fetch_gone',
+    'access_denied': 'fetch_gone',
+    'robots_denied': 'fetch_gone',
+    'notmodified': 'fetch_notmodified',
+}
+
+# Protocol statuses whose response body is stored in content/ (Nutch: success and redirects).
+CONTENT_KEPT = frozenset({'success', 'moved', 'temp_moved'})
+
+
+def protocol_status(http_code: Optional[int]) -> str:
+    """Nutch's lib-http mapping; None (no response: timeout, refused...) is an exception."""
+    if http_code is None:
+        return 'exception'
+    if http_code in _BY_CODE:
+        return _BY_CODE[http_code]
+    if 300 <= http_code < 400:
+        return 'moved'
+    return 'exception'
+
+
+def fetch_status(protocol: str) -> str:
+    """The crawl_fetch status of a protocol status (failed, redir_exceeded, notfetching and any
+    unknown one are retried)."""
+    return _FETCH.get(protocol, 'fetch_retry')
