@@ -1,0 +1,88 @@
+"""Benchmark: a politeness-bound fetch against a local web of many hosts.
+
+300 hosts × 15 pages, fetcher.server.delay = 1.0 s; 6 hosts answer each page in 1 s, the others
+at once. The shortest possible fetch takes M = max over hosts of ((n − 1) · delay + n · response)
+= 29 s. Prints the fetch stage's wall time (first request start to last request end, from the
+server's log) against M, the whole command's wall time, the median and minimum gap between
+consecutive fetches of a host, and the fetch command's peak RSS.
+
+    python bench/bench_fetch.py [--hosts 300] [--pages 15] [--slow 6] [--delay 1.0] [--threads 30]
+"""
+
+import argparse
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from tests.testweb import Page, TestWeb, html_page  # noqa: E402
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--hosts', type=int, default=300)
+    parser.add_argument('--pages', type=int, default=15)
+    parser.add_argument('--slow', type=int, default=6)
+    parser.add_argument('--slow-response', type=float, default=1.0)
+    parser.add_argument('--delay', type=float, default=1.0)
+    parser.add_argument('--threads', type=int, default=30)
+    args = parser.parse_args()
+    sites = {}
+    for h in range(args.hosts):
+        wait = args.slow_response if h < args.slow else 0.0
+        sites[f'h{h}.bench.test'] = {
+            f'/p{i}': html_page(f'host {h} page {i}', '<p>' + 'text ' * 200 + '</p>', delay=wait)
+            for i in range(args.pages)}
+        sites[f'h{h}.bench.test']['/robots.txt'] = Page(body=b'User-agent: *\nAllow: /\n',
+                                                       content_type='text/plain')
+    work = tempfile.mkdtemp(prefix='bench-fetch-')
+    crawl = os.path.join(work, 'crawl')
+    seeds = os.path.join(work, 'seeds.txt')
+    with open(seeds, 'w') as f:
+        for host in sites:
+            for i in range(args.pages):
+                f.write(f'http://{host}/p{i}\n')
+    with TestWeb(sites) as web:
+        conf = ['-D', 'http.agent.name=benchbot', '-D', 'http.proxy.host=127.0.0.1',
+                '-D', f'http.proxy.port={web.port}', '-D', f'fetcher.server.delay={args.delay}',
+                '-D', 'domain.extra.suffixes=test']
+        cli = [sys.executable, '-m', 'pipelines.cli']
+        subprocess.run(cli + ['inject', crawl, seeds] + conf, cwd=ROOT, check=True,
+                       capture_output=True)
+        subprocess.run(cli + ['generate', crawl] + conf, cwd=ROOT, check=True,
+                       capture_output=True)
+        web.clear_log()
+        start = time.time()
+        proc = subprocess.run(cli + ['fetch', crawl, '--threads', str(args.threads)] + conf,
+                              cwd=ROOT, capture_output=True, text=True)
+        wall = time.time() - start
+        if proc.returncode != 0:
+            print(proc.stderr[-3000:])
+            sys.exit(1)
+        log = [r for r in web.log if r.path != '/robots.txt']
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    stage = max(r.end for r in log) - min(r.start for r in log)
+    m = (args.pages - 1) * args.delay + args.pages * args.slow_response
+    per_host = {}
+    for r in sorted(log, key=lambda r: r.start):
+        per_host.setdefault(r.host, []).append(r)
+    gaps = [b.start - a.end for reqs in per_host.values() for a, b in zip(reqs, reqs[1:])]
+    print(f'{args.hosts} hosts x {args.pages} pages, delay {args.delay} s, {args.slow} hosts '
+          f'answering in {args.slow_response} s, {args.threads} threads')
+    print(f'fetched {len(log)} pages; fetch stage {stage:.1f} s = {stage / m:.3f} x M '
+          f'(M = {m:.1f} s); whole command {wall:.1f} s')
+    print(f'gap between fetches of a host: median {statistics.median(gaps) * 1000:.0f} ms, '
+          f'min {min(gaps) * 1000:.0f} ms (delay {args.delay * 1000:.0f} ms)')
+    print(f'pages/s during the stage {len(log) / stage:.0f}; peak RSS {peak:.0f} MB')
+    shutil.rmtree(work)
+
+
+if __name__ == '__main__':
+    main()
