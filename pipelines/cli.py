@@ -17,6 +17,7 @@ COMMANDS = {
     'readdb': 'pipelines.readdb',
     'generate': 'pipelines.generate',
     'fetch': 'pipelines.fetch',
+    'parse': 'pipelines.parse',
 }
 ALIASES = {}
 

@@ -18,6 +18,8 @@ from transforms.fetcher import FetcherSettings
 from transforms.http import HttpSettings
 from transforms.layout import CrawlLayout
 from transforms.policy.urls import UrlPolicy
+from transforms.parse import (ParseContent, parse_settings, publish_parse_outputs,
+                              write_parse_outputs)
 from transforms.records import CONTENT_SCHEMA, CRAWL_DATUM_SCHEMA, complete_datum
 from transforms.runtime import make_pipeline, run_pipeline
 
@@ -30,53 +32,43 @@ def add_arguments(parser):
                         help='fetcher threads (fetcher.threads.fetch)')
 
 
-def pick_segment(crawl: CrawlLayout, requested, done_part: str, needed_part: str) -> str:
-    """The requested segment, checked; or the newest that has `needed_part` but not
-    `done_part`."""
-    if requested:
-        name = crawl.resolve_segment(requested)
-        if not crawl.has_part(name, needed_part):
-            raise UserError(f'{crawl.segment(name)}: has no {needed_part}')
-        if crawl.has_part(name, done_part):
-            raise UserError(f'{crawl.segment(name)}: already has {done_part}')
-        return name
-    for name in reversed(crawl.segment_names()):
-        if crawl.has_part(name, needed_part) and not crawl.has_part(name, done_part):
-            return name
-    raise UserError(f'{crawl.segments}: no segment with {needed_part} and without {done_part}')
-
-
 def run(args, cfg, now, beam_args):
     if not cfg['http.agent.name'].strip():
         raise UserError('http.agent.name is empty: name your crawler with '
                         '-D http.agent.name=NAME or in --conf before fetching')
-    if cfg['fetcher.parse']:
-        raise UserError('fetcher.parse=true is not supported yet (the parse stage is pending); '
-                        'fetch, then run parse')
     if args.threads is not None and args.threads < 1:
         raise UserError(f'--threads {args.threads}: expected at least 1')
     crawl = CrawlLayout(args.crawl_dir)
-    segment = pick_segment(crawl, args.segment, CRAWL_FETCH, 'crawl_generate')
+    segment = crawl.pick_segment(args.segment, CRAWL_FETCH, 'crawl_generate')
     settings = FetcherSettings.from_config(cfg, args.threads)
+    parsing = cfg['fetcher.parse']
+    parse = parse_settings(cfg) if parsing else None
     generate_files = crawl.part_files(segment, 'crawl_generate')
     tmp = {part: crawl.part_tmp_dir(segment, part) for part in (CRAWL_FETCH, CONTENT)}
     for path in tmp.values():
         layout.delete(path)                   # left by a killed run
+    policy = UrlPolicy.from_config(cfg)
     p = make_pipeline(beam_args)
     out = (p
            | 'ReadFetchList' >> ReadParts(generate_files)
            | 'Complete' >> beam.Map(complete_datum)
            | 'Fetch' >> FetchSegment(settings=settings,
                                      http=HttpSettings.from_config(cfg, settings.threads),
-                                     policy=UrlPolicy.from_config(cfg), now=now,
+                                     policy=policy, now=now,
                                      slots=len(generate_files)))
     _ = out[CRAWL_FETCH] | 'WriteCrawlFetch' >> WriteParts(tmp[CRAWL_FETCH], CRAWL_DATUM_SCHEMA)
     if settings.store_content:
         _ = out[CONTENT] | 'WriteContent' >> WriteParts(tmp[CONTENT], CONTENT_SCHEMA)
+    if parsing:      # the parse stage's transform, on the content as it is fetched
+        parsed = out[CONTENT] | 'ParseContent' >> ParseContent(settings=parse, policy=policy,
+                                                               now=now)
+        tmp.update(write_parse_outputs(crawl, segment, parsed))
     try:
         counters = run_pipeline(p, f'fetch {segment}')
         if settings.store_content:
             crawl.publish_part(segment, CONTENT)
+        if parsing:
+            publish_parse_outputs(crawl, segment)
         crawl.publish_part(segment, CRAWL_FETCH)     # last: marks the segment fetched
     finally:
         for path in tmp.values():

@@ -79,6 +79,3 @@ def test_fetch_refuses_without_agent_name(tmp_path):
     proc = run_cli('fetch', str(tmp_path), check=False)
     assert proc.returncode == 2 and 'http.agent.name is empty' in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
-    proc = run_cli('fetch', str(tmp_path), '-D', 'http.agent.name=x', '-D', 'fetcher.parse=true',
-                   check=False)
-    assert proc.returncode == 2 and 'not supported yet' in proc.stderr

@@ -230,6 +230,23 @@ class CrawlLayout:
             raise InputError(f'{self.segment(name)}: no such segment')
         return name
 
+    def pick_segment(self, requested: Optional[str], done_part: str, *needed: str) -> str:
+        """The requested segment, checked; or the newest that has every `needed` part but not
+        `done_part`. InputError when there is none."""
+        if requested:
+            name = self.resolve_segment(requested)
+            for part in needed:
+                if not self.has_part(name, part):
+                    raise InputError(f'{self.segment(name)}: has no {part}')
+            if self.has_part(name, done_part):
+                raise InputError(f'{self.segment(name)}: already has {done_part}')
+            return name
+        for name in reversed(self.segment_names()):
+            if all(self.has_part(name, p) for p in needed) and not self.has_part(name, done_part):
+                return name
+        raise InputError(f'{self.segments}: no segment with {" and ".join(needed)} and without '
+                         f'{done_part}')
+
     def part_files(self, segment: str, part: str) -> List[str]:
         return list_files(_join(self.segment_part(segment, part), PART_GLOB))
 

@@ -1,0 +1,49 @@
+"""Parse fetched content (Nutch's `parse`).
+
+beamcrawl parse CRAWL_DIR [SEGMENT] [--conf FILE] [-D key=value] [--now T] [beam options]
+SEGMENT: a segment name or path; default: the newest fetched segment not parsed yet.
+"""
+
+import sys
+
+from pipelines.cli import run_command
+from transforms import layout
+from transforms.dbio import ReadParts
+from transforms.layout import CrawlLayout
+from transforms.parse import (CRAWL_PARSE, ParseContent, parse_settings, publish_parse_outputs,
+                              write_parse_outputs)
+from transforms.policy.urls import UrlPolicy
+from transforms.runtime import make_pipeline, run_pipeline
+
+def add_arguments(parser):
+    parser.add_argument('crawl_dir', metavar='CRAWL_DIR')
+    parser.add_argument('segment', metavar='SEGMENT', nargs='?',
+                        help='segment name or path (default: newest fetched, not parsed)')
+
+
+def run(args, cfg, now, beam_args):
+    crawl = CrawlLayout(args.crawl_dir)
+    segment = crawl.pick_segment(args.segment, CRAWL_PARSE, 'crawl_fetch', 'content')
+    settings = parse_settings(cfg)
+    p = make_pipeline(beam_args)
+    outputs = (p
+               | 'ReadContent' >> ReadParts(crawl.part_files(segment, 'content'))
+               | 'ParseContent' >> ParseContent(settings=settings,
+                                                policy=UrlPolicy.from_config(cfg), now=now))
+    tmp = write_parse_outputs(crawl, segment, outputs)
+    try:
+        counters = run_pipeline(p, f'parse {segment}')
+        publish_parse_outputs(crawl, segment)
+    finally:
+        for path in tmp.values():
+            layout.delete(path)
+    statuses = {k.split('.', 2)[2]: v for k, v in counters.items()
+                if k.startswith('parse.status.')}
+    skipped = sum(v for k, v in counters.items() if k.startswith('parse.skipped.'))
+    print(f'parsed {crawl.segment(segment)}: ' + ', '.join(
+        f'{v} {k}' for k, v in sorted(statuses.items())) + f'; {skipped} skipped')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(run_command('parse', sys.argv[1:]))

@@ -1,0 +1,192 @@
+"""Parse as Beam transforms: content records → parse_text, parse_data and crawl_parse records.
+
+Only content fetched with success (HTTP 200) is parsed; truncated content is skipped when
+parser.skip.truncated. A document that cannot be parsed yields an empty parse with a failed
+status; nothing raises out of the DoFn. Each document's parse runs on a helper thread bounded by
+parser.timeout.
+"""
+
+import concurrent.futures
+import dataclasses
+import logging
+from typing import Optional, Tuple
+
+import apache_beam as beam
+
+from transforms import layout, metrics
+from transforms.dbio import WriteParts
+from transforms.errors import UserError
+from transforms.policy.html import Parse, parse_document
+from transforms.policy.outlinks import OutlinkRules, filter_outlinks
+from transforms.policy.robots import agent_names
+from transforms.policy.signature import signature, signature_kind
+from transforms.policy.urls import UrlPolicy, choose_repr
+from transforms.records import SCHEMAS, crawl_datum, parse_data, parse_text
+
+__all__ = ['ParseSettings', 'ParseContent', 'PARSE_TEXT', 'PARSE_DATA', 'CRAWL_PARSE',
+           'parse_settings', 'write_parse_outputs', 'publish_parse_outputs']
+
+log = logging.getLogger('beamcrawl')
+PARSE_TEXT, PARSE_DATA, CRAWL_PARSE = 'parse_text', 'parse_data', 'crawl_parse'
+PARTS = (PARSE_TEXT, PARSE_DATA, CRAWL_PARSE)      # crawl_parse last: it marks "parsed"
+_PERM_REFRESH_SECONDS = 5      # a shorter meta refresh counts as a temporary redirect (Nutch)
+
+
+@dataclasses.dataclass(frozen=True)
+class ParseSettings:
+    signature_kind: str
+    min_token_len: int
+    quant_rate: float
+    skip_truncated: bool
+    timeout_s: float                  # < 0: no bound
+    interval_default: int
+    outlinks: OutlinkRules
+    normalize: bool
+    filter_urls: bool
+    agents: Tuple[str, ...]
+
+    @classmethod
+    def from_config(cls, cfg) -> 'ParseSettings':
+        return cls(signature_kind=signature_kind(cfg['db.signature.class']),
+                   min_token_len=cfg['db.signature.text_profile.min_token_len'],
+                   quant_rate=cfg['db.signature.text_profile.quant_rate'],
+                   skip_truncated=cfg['parser.skip.truncated'],
+                   timeout_s=cfg['parser.timeout'],
+                   interval_default=cfg['db.fetch.interval.default'],
+                   outlinks=OutlinkRules.from_config(cfg),
+                   normalize=cfg['parse.normalize.urls'], filter_urls=cfg['parse.filter.urls'],
+                   agents=agent_names(cfg['http.agent.name'], cfg['http.robots.agents']))
+
+
+class _ParseFn(beam.DoFn):
+    def __init__(self, *, settings: ParseSettings, policy: UrlPolicy, now: int):
+        self.settings, self.policy, self.now = settings, policy, now
+
+    def setup(self):
+        self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix='parse')
+
+    def teardown(self):
+        self._pool.shutdown(wait=False)
+
+    def start_bundle(self):
+        self._counts = {}
+
+    def finish_bundle(self):
+        for name, count in self._counts.items():
+            metrics.counter(name).inc(count)
+
+    def _count(self, name):
+        self._counts[name] = self._counts.get(name, 0) + 1
+
+    def _parse(self, content) -> Parse:
+        args = (content['content'], content['url'], content['content_type'])
+        kwargs = {'headers': content['headers'], 'agents': self.settings.agents}
+        if self.settings.timeout_s < 0:
+            try:
+                return parse_document(*args, **kwargs)
+            except Exception as e:  # pylint: disable=broad-except  (a document never kills a run)
+                return Parse('failed', metadata={'parse.error': f'{type(e).__name__}: {e}'})
+        future = self._pool.submit(parse_document, *args, **kwargs)
+        try:
+            return future.result(timeout=self.settings.timeout_s)
+        except concurrent.futures.TimeoutError:
+            # The stuck parse keeps its thread; later documents get a fresh one.
+            self._pool.shutdown(wait=False)
+            self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix='parse')
+            return Parse('failed', metadata={'parse.error': 'parser.timeout exceeded'})
+        except Exception as e:  # pylint: disable=broad-except
+            return Parse('failed', metadata={'parse.error': f'{type(e).__name__}: {e}'})
+
+    def process(self, content):
+        url = content['url']
+        if content['http_code'] != 200:
+            self._count('parse.skipped.not_success')
+            return
+        if content['truncated'] and self.settings.skip_truncated:
+            self._count('parse.skipped.truncated')
+            return
+        parse = self._parse(content)
+        self._count(f'parse.status.{parse.status}')
+        if parse.status in ('failed', 'notparsed'):
+            parse = Parse(parse.status, metadata=parse.metadata)
+        outlinks = filter_outlinks(url, parse.outlinks, self.settings.outlinks, self.policy,
+                                   normalize=self.settings.normalize,
+                                   filter_urls=self.settings.filter_urls)
+        s = self.settings
+        digest = signature(s.signature_kind, content=content['content'], text=parse.text,
+                           url=url, min_token_len=s.min_token_len, quant_rate=s.quant_rate)
+        yield beam.pvalue.TaggedOutput(PARSE_TEXT, parse_text(url, parse.text))
+        yield beam.pvalue.TaggedOutput(PARSE_DATA, parse_data(
+            url, title=parse.title, parse_status=parse.status, outlinks=outlinks,
+            metadata={**parse.metadata, 'nutch.content.digest': digest.hex()}))
+        yield crawl_datum(url, 'signature', fetch_time=self.now, fetch_interval=0,
+                          signature=digest)
+        refresh = self._refresh_target(url, parse)
+        if refresh is not None:
+            yield refresh
+        seen = set()
+        for target, _ in outlinks:
+            if target not in seen:
+                seen.add(target)
+                yield crawl_datum(target, 'linked', fetch_time=self.now,
+                                  fetch_interval=s.interval_default, score=0.0)
+        self._count('parse.outlinks')
+
+    def _refresh_target(self, url: str, parse: Parse) -> Optional[dict]:
+        if parse.refresh is None:
+            return None
+        target, seconds = parse.refresh
+        target, _ = self.policy.clean(target)
+        if target is None or target == url:
+            return None
+        metadata = {}
+        chosen = choose_repr(url, target, seconds < _PERM_REFRESH_SECONDS, self.policy.domains)
+        if chosen != target:
+            metadata['_repr_'] = chosen
+        return crawl_datum(target, 'linked', fetch_time=self.now, fetch_interval=0, score=0.0,
+                           metadata=metadata)
+
+
+class ParseContent(beam.PTransform):
+    """PCollection[Content] → {'parse_text', 'parse_data', 'crawl_parse'} PCollections.
+
+    Args (keyword-only):
+      settings: signature kind, truncation and timeout rules, outlink rules.
+      policy: URL normalizers and filters for outlinks and refresh targets.
+      now: the time written into crawl_parse records, epoch ms.
+    """
+
+    def __init__(self, *, settings: ParseSettings, policy: UrlPolicy, now: int):
+        super().__init__()
+        self.settings, self.policy, self.now = settings, policy, now
+
+    def expand(self, contents):
+        out = contents | 'Parse' >> beam.ParDo(_ParseFn(
+            settings=self.settings, policy=self.policy, now=self.now)).with_outputs(
+                PARSE_TEXT, PARSE_DATA, main=CRAWL_PARSE)
+        return {PARSE_TEXT: out[PARSE_TEXT], PARSE_DATA: out[PARSE_DATA],
+                CRAWL_PARSE: out[CRAWL_PARSE]}
+
+
+# -- driver side: settings and the segment parts ----------------------------------------------
+def parse_settings(cfg) -> ParseSettings:
+    """ParseSettings from a Config; a bad value is a user error."""
+    try:
+        return ParseSettings.from_config(cfg)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+
+
+def write_parse_outputs(crawl, segment: str, outputs) -> dict:
+    """Writes the parse PCollections aside; returns {part: temporary directory}."""
+    tmp = {part: crawl.part_tmp_dir(segment, part) for part in PARTS}
+    for part in PARTS:
+        layout.delete(tmp[part])
+        _ = outputs[part] | f'Write_{part}' >> WriteParts(tmp[part], SCHEMAS[part])
+    return tmp
+
+
+def publish_parse_outputs(crawl, segment: str) -> None:
+    """After the pipeline: publishes the parts, crawl_parse last."""
+    for part in PARTS:
+        crawl.publish_part(segment, part)

@@ -1,0 +1,242 @@
+"""HTML and plain-text parsing (NUTCH_REFERENCE.md §5.2). Pure, no Beam.
+
+lxml is the parser: its start/end traversal events make Nutch's text rules (block separators,
+skipped script/style subtrees whose tails still count, meta tags only outside <body>)
+straightforward; selectolax extracts raw links 1.7× faster (bench/bench_html_parsers.py), but
+per-link URL normalization costs more than parsing, so the difference does not show end to end.
+
+`parse_document(...)` never raises for bad input: a document that cannot be parsed gives a
+`failed` Parse, a type that is not text gives `notparsed`.
+"""
+
+import codecs
+import dataclasses
+import re
+import urllib.parse
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import lxml.etree
+import lxml.html
+
+__all__ = ['Parse', 'parse_document', 'decode_html', 'HTML_TYPES', 'BLOCK_TAGS']
+
+HTML_TYPES = frozenset({'text/html', 'application/xhtml+xml', 'application/vnd.wap.xhtml+xml'})
+TEXT_TYPES = frozenset({'text/plain'})
+
+# Elements around which text gets a line break (Nutch's parser.html.line.separators).
+BLOCK_TAGS = frozenset(
+    'article aside blockquote br canvas dd div dl dt fieldset figcaption figure footer form h1 h2 '
+    'h3 h4 h5 h6 header hr li main nav noscript ol output p pre section table tfoot tr ul video '
+    'title td th caption'.split())
+_SKIP_TEXT = frozenset({'script', 'style', 'template'})
+_LINK_ATTRS = {'a': 'href', 'area': 'href', 'frame': 'src', 'iframe': 'src', 'script': 'src',
+               'link': 'href', 'img': 'src', 'source': 'src'}
+_META_CHARSET = re.compile(rb'<meta[^>]+charset\s*=\s*["\']?\s*([A-Za-z0-9_.:-]+)', re.I)
+_BOMS = ((codecs.BOM_UTF8, 'utf-8'), (codecs.BOM_UTF16_LE, 'utf-16-le'),
+         (codecs.BOM_UTF16_BE, 'utf-16-be'))
+_SPACES = re.compile(r'[\s\u00a0\u2000-\u200b\u3000]+')
+_BREAK = '\x00'              # marks a block boundary while text is assembled
+_COLON_DIRECTIVES = ('unavailable_after', 'max-snippet', 'max-image-preview', 'max-video-preview')
+
+
+@dataclasses.dataclass
+class Parse:
+    status: str                          # success, success_redirect, failed, notparsed
+    title: str = ''
+    text: str = ''
+    outlinks: List[Tuple[str, str]] = dataclasses.field(default_factory=list)
+    metadata: Dict[str, str] = dataclasses.field(default_factory=dict)
+    refresh: Optional[Tuple[str, int]] = None       # (target URL, seconds)
+    noindex: bool = False
+    nofollow: bool = False
+
+
+def _codec(label: Optional[str]) -> Optional[str]:
+    if not label:
+        return None
+    try:
+        name = codecs.lookup(label.strip().strip('"\'').lower()).name
+    except LookupError:
+        return None
+    # WHATWG: documents labelled latin-1 / ascii are decoded as windows-1252.
+    return 'cp1252' if name in ('latin-1', 'iso8859-1', 'ascii') else name
+
+
+def decode_html(body: bytes, header_charset: Optional[str]) -> Tuple[str, str]:
+    """(text, charset): the BOM, then the HTTP header's charset, then a <meta> charset in the
+    first 8 KiB; the first that decodes the bytes cleanly wins; else UTF-8 if it decodes, else
+    windows-1252 (Nutch's default)."""
+    candidates = []
+    for bom, name in _BOMS:
+        if body.startswith(bom):
+            candidates.append(name)
+            body = body[len(bom):]
+            break
+    candidates.append(_codec(header_charset))
+    m = _META_CHARSET.search(body[:8192])
+    candidates.append(_codec(m.group(1).decode('ascii', 'replace')) if m else None)
+    for name in [c for c in candidates if c] + ['utf-8']:
+        try:
+            return body.decode(name), name
+        except (UnicodeDecodeError, LookupError):
+            continue
+    return body.decode('cp1252', 'replace'), 'cp1252'
+
+
+def _clean(text: str) -> str:
+    return _SPACES.sub(' ', text).strip()
+
+
+def _robots_flags(directives: str) -> Tuple[bool, bool, bool]:
+    """(noindex, nofollow, nocache) of a robots meta content or X-Robots-Tag value."""
+    value = directives.lower()
+    none = 'none' in value
+    return none or 'noindex' in value, none or 'nofollow' in value, 'noarchive' in value
+
+
+def x_robots_directives(header: str, agents: Sequence[str]) -> str:
+    """The X-Robots-Tag directives that apply to us: all of them, unless the value starts with
+    another crawler's name (`otherbot: noindex`)."""
+    agent, sep, rest = header.partition(':')
+    name = agent.strip().lower()
+    if sep and ',' not in agent and name not in _COLON_DIRECTIVES:
+        return rest if name in agents else ''
+    return header
+
+
+def _refresh(content: str, base_url: str) -> Optional[Tuple[str, int]]:
+    seconds, _, rest = content.partition(';')
+    try:
+        delay = int(seconds.strip())
+    except ValueError:
+        return None
+    rest = rest.strip()
+    m = re.match(r'url\s*=\s*(.*)$', rest, re.I | re.S)
+    target = (m.group(1) if m else rest).strip().strip('"\'')
+    return (urllib.parse.urljoin(base_url, target) if target else base_url), delay
+
+
+def _in_body(element) -> bool:
+    for ancestor in element.iterancestors():
+        if ancestor.tag == 'body':
+            return True
+    return False
+
+
+def _anchor_text(element) -> str:
+    text = _clean(element.text_content()) if element.tag in ('a', 'area') else ''
+    if not text:
+        text = _clean(' '.join(img.get('alt', '') for img in element.iter('img')))
+    return text
+
+
+def parse_html(body: bytes, url: str, *, header_charset: Optional[str] = None,
+               x_robots: str = '', agents: Sequence[str] = ()) -> Parse:
+    text, charset = decode_html(body, header_charset)
+    if '\x00' in text[:1024]:
+        return Parse('failed', metadata={'parse.error': 'binary content, not HTML'})
+    try:
+        root = lxml.html.fromstring(text.encode('utf-8'),
+                                    parser=lxml.html.HTMLParser(encoding='utf-8'))
+    except lxml.etree.ParserError:          # empty document
+        return Parse('success', metadata={'charset': charset})
+    meta: Dict[str, str] = {'charset': charset}
+    noindex, nofollow, nocache = _robots_flags(x_robots_directives(x_robots, agents))
+    refresh = None
+    for element in root.iter('meta'):
+        if _in_body(element):
+            continue
+        attrs = {k.lower(): v for k, v in element.attrib.items()}
+        content = attrs.get('content', '')
+        name, equiv = attrs.get('name', '').lower(), attrs.get('http-equiv', '').lower()
+        if name:
+            meta[name] = content
+            if name == 'robots':
+                flags = _robots_flags(content)
+                noindex, nofollow, nocache = (noindex or flags[0], nofollow or flags[1],
+                                              nocache or flags[2])
+        if equiv == 'pragma' and 'no-cache' in content.lower():
+            nocache = True
+        if equiv == 'refresh' and refresh is None:
+            refresh = _refresh(content, url)
+    base = url
+    for element in root.iter('base'):
+        if element.get('href'):
+            base = urllib.parse.urljoin(url, element.get('href').strip())
+            break
+    title = ''
+    for element in root.iter('title'):
+        if not _in_body(element):
+            title = _clean(element.text_content())
+        break
+    outlinks = [] if nofollow else _outlinks(root, base)
+    if nocache:
+        meta['caching.forbidden'] = 'content'
+    parse = Parse('success_redirect' if refresh else 'success', title='' if noindex else title,
+                  text='' if noindex else _text(root), outlinks=outlinks, metadata=meta,
+                  refresh=refresh, noindex=noindex, nofollow=nofollow)
+    if refresh:
+        meta['refresh.url'], meta['refresh.time'] = refresh[0], str(refresh[1])
+    return parse
+
+
+def _outlinks(root, base: str) -> List[Tuple[str, str]]:
+    links = []
+    for element in root.iter(*_LINK_ATTRS):
+        target = element.get(_LINK_ATTRS[element.tag])
+        if target is None or not target.strip():
+            continue
+        if 'nofollow' in (element.get('rel') or '').lower().split():
+            continue
+        try:
+            resolved = urllib.parse.urljoin(base, target.strip())
+        except ValueError:                    # e.g. a malformed IPv6 literal
+            continue
+        links.append((resolved, _anchor_text(element)))
+    return links
+
+
+def _text(root) -> str:
+    pieces: List[str] = []
+    walk = lxml.etree.iterwalk(root, events=('start', 'end'))
+    for event, element in walk:
+        tag = element.tag if isinstance(element.tag, str) else None
+        if event == 'start':
+            if tag is None or tag in _SKIP_TEXT:
+                walk.skip_subtree()
+                continue
+            if tag in BLOCK_TAGS:
+                pieces.append(_BREAK)
+            if element.text:
+                pieces.append(element.text.replace(_BREAK, ' '))
+        else:
+            if tag in BLOCK_TAGS:
+                pieces.append(_BREAK)
+            if element.tail:
+                pieces.append(element.tail.replace(_BREAK, ' '))
+    lines = (_clean(line) for line in ''.join(pieces).split(_BREAK))
+    return '\n'.join(line for line in lines if line)
+
+
+def parse_document(body: bytes, url: str, content_type: str, *,
+                   headers: Optional[Dict[str, str]] = None, agents: Sequence[str] = ()) -> Parse:
+    """Parses one fetched document by its MIME type."""
+    headers = headers or {}
+    mime, _, params = content_type.partition(';')
+    mime = mime.strip().lower()
+    charset = None
+    m = re.search(r'charset\s*=\s*["\']?([^"\';\s]+)', params + ';' +
+                  headers.get('Content-Type', ''), re.I)
+    if m:
+        charset = m.group(1)
+    if mime in HTML_TYPES or (mime in ('', 'application/octet-stream')
+                              and b'<html' in body[:1024].lower()):
+        return parse_html(body, url, header_charset=charset,
+                          x_robots=headers.get('X-Robots-Tag', ''), agents=agents)
+    if mime in TEXT_TYPES:
+        text, used = decode_html(body, charset)
+        if '\x00' in text[:1024]:
+            return Parse('failed', metadata={'parse.error': 'binary content, not text'})
+        return Parse('success', text='\n'.join(_clean(l) for l in text.splitlines() if l.strip()),
+                     metadata={'charset': used})
+    return Parse('notparsed', metadata={'parse.error': f'no parser for {mime or "unknown type"}'})

@@ -1,0 +1,69 @@
+"""Outlink post-processing (NUTCH_REFERENCE.md §5.4). Pure, no Beam.
+
+Decision on quirk A.16: outlinks are de-duplicated by (target, anchor), and
+`db.max.outlinks.per.page` counts distinct accepted targets, so one target linked twice does not
+use up the quota twice (and does not get two linked records).
+"""
+
+import dataclasses
+from typing import List, Sequence, Tuple
+
+from transforms.policy.urls import MalformedUrl, UrlPolicy, host_of
+
+__all__ = ['OutlinkRules', 'filter_outlinks']
+
+
+@dataclasses.dataclass(frozen=True)
+class OutlinkRules:
+    max_outlinks: int            # db.max.outlinks.per.page (< 0: unlimited)
+    max_length: int              # db.max.outlink.length
+    ignore_internal: bool        # db.ignore.internal.links
+    ignore_external: bool        # db.ignore.external.links
+    by_domain: bool              # db.ignore.external.links.mode == byDomain
+
+    @classmethod
+    def from_config(cls, cfg) -> 'OutlinkRules':
+        return cls(max_outlinks=cfg['db.max.outlinks.per.page'],
+                   max_length=cfg['db.max.outlink.length'],
+                   ignore_internal=cfg['db.ignore.internal.links'],
+                   ignore_external=cfg['db.ignore.external.links'],
+                   by_domain=cfg['db.ignore.external.links.mode'] == 'byDomain')
+
+    def ignored(self, source: str, target: str, policy: UrlPolicy) -> bool:
+        """The internal/external ignore rules, on the raw target."""
+        if not (self.ignore_internal or self.ignore_external):
+            return False
+        origin, other = host_of(source), host_of(target)
+        if self.by_domain:
+            origin, other = policy.domains.domain(origin), policy.domains.domain(other)
+        same = origin == other
+        return (self.ignore_external and not same) or (self.ignore_internal and same)
+
+
+def filter_outlinks(source: str, links: Sequence[Tuple[str, str]], rules: OutlinkRules,
+                    policy: UrlPolicy, *, normalize: bool = True,
+                    filter_urls: bool = True) -> List[Tuple[str, str]]:
+    """The accepted (normalized target, anchor) pairs, in document order."""
+    limit = len(links) if rules.max_outlinks < 0 else min(rules.max_outlinks, len(links))
+    out: List[Tuple[str, str]] = []
+    targets, pairs = set(), set()
+    for target, anchor in links:
+        if len(targets) >= limit:
+            break
+        if len(target) > rules.max_length or target == source:
+            continue
+        if rules.ignored(source, target, policy):
+            continue
+        if normalize:
+            try:
+                target = policy.normalize(target)
+            except MalformedUrl:
+                continue
+        if not target or target == source or (filter_urls and not policy.accept(target)):
+            continue
+        if (target, anchor) in pairs:
+            continue
+        pairs.add((target, anchor))
+        targets.add(target)
+        out.append((target, anchor))
+    return out
