@@ -18,6 +18,7 @@ COMMANDS = {
     'generate': 'pipelines.generate',
     'fetch': 'pipelines.fetch',
     'parse': 'pipelines.parse',
+    'updatedb': 'pipelines.updatedb',
 }
 ALIASES = {}
 

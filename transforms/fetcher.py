@@ -20,6 +20,7 @@ from typing import Dict, List, Optional, Tuple
 from transforms.http import HttpClient, HttpSettings
 from transforms.policy.politeness import FetchQueues
 from transforms.policy.protocol import CONTENT_KEPT, fetch_status, protocol_status
+from transforms.policy.scoring import CRAWL_SCORE_KEY
 from transforms.policy.robots import (RobotsRules, UNAVAILABLE, agent_names, robots_url,
                                       rules_from_response)
 from transforms.policy.urls import UrlPolicy, choose_repr, scheme_host
@@ -305,7 +306,8 @@ class Fetcher:
             outcome.content = content_record(
                 url, content_bytes=resp.body, content_type=mime or 'application/octet-stream',
                 fetch_time=self.now_ms, http_code=resp.code, headers=resp.headers,
-                truncated=resp.truncated)
+                truncated=resp.truncated,
+                metadata={CRAWL_SCORE_KEY: repr(float(item.record['score']))})
         if protocol in ('moved', 'temp_moved'):
             outcome.target = self._redirect_target(url, resp.headers.get('Location', ''))
         return outcome

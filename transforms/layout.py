@@ -30,6 +30,7 @@ __all__ = ['CrawlLayout', 'DbLayout', 'DbLock', 'PART_GLOB', 'exists', 'list_fil
            'delete', 'mkdirs', 'rename']
 
 PART_GLOB = 'part-*.avro'
+APPLIED = '_applied_segments'      # inside a db version: segments already merged into it
 PART_PREFIX = 'part'
 PART_SUFFIX = '.avro'
 _TMP_PREFIX = '.tmp-'
@@ -170,8 +171,26 @@ class DbLayout:
                 if os.path.basename(path.rstrip('/')).startswith(_TMP_PREFIX):
                     delete(path)
 
+    def applied_segments(self) -> List[str]:
+        """Names of the segments already applied to the readable version (updatedb for the
+        crawldb, invertlinks for the linkdb)."""
+        directory = self.readable_dir()
+        path = _join(directory, APPLIED) if directory else None
+        if not path or not FileSystems.exists(path):
+            return []
+        with FileSystems.open(path) as f:
+            return [n for n in f.read().decode('utf-8').split() if n]
+
+    def write_applied(self, new_dir: str, names: List[str]) -> None:
+        """Records the applied segments inside a version being written (installed with it)."""
+        with FileSystems.create(_join(new_dir, APPLIED)) as f:
+            f.write(''.join(f'{n}\n' for n in sorted(set(names))).encode('utf-8'))
+
     def install(self, new_dir: str, keep_backup: bool) -> None:
-        """Under the lock: new_dir becomes current/, the previous current/ becomes old/."""
+        """Under the lock: new_dir becomes current/, the previous current/ becomes old/.
+        A version written without its own applied-segments list inherits the current one."""
+        if not FileSystems.exists(_join(new_dir, APPLIED)) and self.applied_segments():
+            self.write_applied(new_dir, self.applied_segments())
         if FileSystems.exists(self.current):
             delete(self.old)
             rename(self.current, self.old)

@@ -19,6 +19,7 @@ from transforms.errors import UserError
 from transforms.policy.html import Parse, parse_document
 from transforms.policy.outlinks import OutlinkRules, filter_outlinks
 from transforms.policy.robots import agent_names
+from transforms.policy.scoring import CRAWL_SCORE_KEY, OpicScoring
 from transforms.policy.signature import signature, signature_kind
 from transforms.policy.urls import UrlPolicy, choose_repr
 from transforms.records import SCHEMAS, crawl_datum, parse_data, parse_text
@@ -44,6 +45,7 @@ class ParseSettings:
     normalize: bool
     filter_urls: bool
     agents: Tuple[str, ...]
+    scoring: OpicScoring
 
     @classmethod
     def from_config(cls, cfg) -> 'ParseSettings':
@@ -55,7 +57,8 @@ class ParseSettings:
                    interval_default=cfg['db.fetch.interval.default'],
                    outlinks=OutlinkRules.from_config(cfg),
                    normalize=cfg['parse.normalize.urls'], filter_urls=cfg['parse.filter.urls'],
-                   agents=agent_names(cfg['http.agent.name'], cfg['http.robots.agents']))
+                   agents=agent_names(cfg['http.agent.name'], cfg['http.robots.agents']),
+                   scoring=OpicScoring.from_config(cfg))
 
 
 class _ParseFn(beam.DoFn):
@@ -124,12 +127,15 @@ class _ParseFn(beam.DoFn):
         refresh = self._refresh_target(url, parse)
         if refresh is not None:
             yield refresh
-        seen = set()
-        for target, _ in outlinks:
-            if target not in seen:
-                seen.add(target)
-                yield crawl_datum(target, 'linked', fetch_time=self.now,
-                                  fetch_interval=s.interval_default, score=0.0)
+        targets = list(dict.fromkeys(target for target, _ in outlinks))
+        try:
+            base = float((content.get('metadata') or {}).get(CRAWL_SCORE_KEY, 0.0))
+        except ValueError:
+            base = 0.0
+        shares = s.scoring.distribute(url, base, targets, len(parse.outlinks))
+        for target, share in zip(targets, shares):
+            yield crawl_datum(target, 'linked', fetch_time=self.now,
+                              fetch_interval=s.interval_default, score=share)
         self._count('parse.outlinks')
 
     def _refresh_target(self, url: str, parse: Parse) -> Optional[dict]:

@@ -70,6 +70,8 @@ CONTENT_SCHEMA = {
         {'name': 'content', 'type': 'bytes'},
         {'name': 'truncated', 'type': 'boolean', 'default': False},
         {'name': 'fetch_time', 'type': 'long'},
+        # beamcrawl's addition: fetcher notes for parse (e.g. nutch.crawl.score for OPIC)
+        {'name': 'metadata', 'type': {'type': 'map', 'values': 'string'}, 'default': {}},
     ],
 }
 
@@ -163,12 +165,14 @@ def complete_datum(record: Mapping) -> dict:
 
 def content(url: str, *, content_bytes: bytes, content_type: str, fetch_time: int,
             base_url: Optional[str] = None, http_code: Optional[int] = None,
-            headers: Optional[Mapping[str, str]] = None, truncated: bool = False) -> dict:
+            headers: Optional[Mapping[str, str]] = None, truncated: bool = False,
+            metadata: Optional[Mapping[str, str]] = None) -> dict:
     """A Content record."""
     return {
         'url': url, 'base_url': base_url or url, 'content_type': content_type,
         'http_code': http_code, 'headers': dict(headers or {}), 'content': content_bytes,
         'truncated': bool(truncated), 'fetch_time': int(fetch_time),
+        'metadata': dict(metadata or {}),
     }
 
 

@@ -1,0 +1,97 @@
+"""Merge fetch and parse results into the crawldb (Nutch's `updatedb`).
+
+beamcrawl updatedb CRAWL_DIR [SEGMENT ...] [--no-additions] [--normalize] [--filter]
+                   [--conf FILE] [-D key=value] [--now T] [beam options]
+Default SEGMENTs: every fetched segment not applied yet (the crawldb remembers which were).
+"""
+
+import logging
+import sys
+
+import apache_beam as beam
+
+from pipelines.cli import run_command
+from transforms.dbio import ReadCrawlDb, ReadParts, WriteParts, db_update
+from transforms.errors import UserError
+from transforms.layout import CrawlLayout
+from transforms.policy.schedule import schedule_from_config
+from transforms.policy.scoring import OpicScoring
+from transforms.policy.updatedb import UpdateRules
+from transforms.policy.urls import UrlPolicy
+from transforms.records import CRAWL_DATUM_SCHEMA, complete_datum
+from transforms.runtime import make_pipeline, run_pipeline
+from transforms.updatedb import UpdateCrawlDb
+
+log = logging.getLogger('beamcrawl')
+
+
+def add_arguments(parser):
+    parser.add_argument('crawl_dir', metavar='CRAWL_DIR')
+    parser.add_argument('segments', metavar='SEGMENT', nargs='*',
+                        help='segment names or paths (default: fetched, not applied yet)')
+    parser.add_argument('--no-additions', action='store_true',
+                        help='do not add new URLs (db.update.additions.allowed=false)')
+    parser.add_argument('--normalize', action='store_true', help='normalize every URL')
+    parser.add_argument('--filter', action='store_true', help='filter every URL')
+
+
+def update_rules(cfg, no_additions=False) -> UpdateRules:
+    try:
+        schedule, problems = schedule_from_config(cfg)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    for problem in problems:
+        log.warning('%s', problem)
+    return UpdateRules(schedule=schedule, scoring=OpicScoring.from_config(cfg),
+                       retry_max=cfg['db.fetch.retry.max'],
+                       max_interval=cfg['db.fetch.interval.max'],
+                       additions_allowed=cfg['db.update.additions.allowed'] and not no_additions,
+                       max_inlinks=cfg['db.update.max.inlinks'])
+
+
+def run(args, cfg, now, beam_args):
+    crawl = CrawlLayout(args.crawl_dir)
+    rules = update_rules(cfg, args.no_additions)
+    applied = crawl.crawldb.applied_segments()
+    if args.segments:
+        names = [crawl.resolve_segment(s) for s in args.segments]
+        for name in names:
+            if not crawl.has_part(name, 'crawl_fetch'):
+                raise UserError(f'{crawl.segment(name)}: not fetched (no crawl_fetch)')
+            if name in applied:
+                log.warning('%s was applied before; applying it again', name)
+    else:
+        names = [n for n in crawl.segment_names()
+                 if crawl.has_part(n, 'crawl_fetch') and n not in applied]
+    if not names:
+        print('updatedb: nothing to do (every fetched segment is applied already)',
+              file=sys.stderr)
+        return 1
+    with db_update(crawl.crawldb, keep_backup=cfg['db.preserve.backup'],
+                   command='updatedb') as new_dir:
+        applied = crawl.crawldb.applied_segments()
+        files = [f for n in names for part in ('crawl_fetch', 'crawl_parse')
+                 if crawl.has_part(n, part) for f in crawl.part_files(n, part)]
+        p = make_pipeline(beam_args)
+        old = p | 'ReadCrawlDb' >> ReadCrawlDb(crawl.crawldb)
+        news = (p | 'ReadSegments' >> ReadParts(files)
+                | 'Complete' >> beam.Map(complete_datum))
+        _ = ((old, news)
+             | 'UpdateCrawlDb' >> UpdateCrawlDb(
+                 rules=rules, policy=UrlPolicy.from_config(cfg), now=now,
+                 purge_gone=cfg['db.update.purge.404'],
+                 normalize=cfg['crawldb.url.normalizers'] or args.normalize,
+                 filter_urls=cfg['crawldb.url.filters'] or args.filter)
+             | 'WriteCrawlDb' >> WriteParts(new_dir, CRAWL_DATUM_SCHEMA))
+        counters = run_pipeline(p, 'updatedb')
+        crawl.crawldb.write_applied(new_dir, applied + names)
+    statuses = {k.split('.', 2)[2]: v for k, v in counters.items()
+                if k.startswith('updatedb.status.')}
+    print(f'updatedb: applied {", ".join(names)}; {counters.get("updatedb.added", 0)} added, '
+          f'{counters.get("updatedb.updated", 0)} updated; crawldb: ' +
+          ', '.join(f'{v} {k}' for k, v in sorted(statuses.items())))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(run_command('updatedb', sys.argv[1:]))
