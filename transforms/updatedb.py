@@ -10,7 +10,7 @@ import apache_beam as beam
 from transforms import metrics
 from transforms.policy.updatedb import UpdateRules, merge_url
 from transforms.policy.urls import UrlPolicy
-from transforms.records import DB_STATUSES, FETCH_STATUSES
+from transforms.records import DB_STATUSES, FETCH_STATUSES, pack_datum, unpack_datum
 
 __all__ = ['UpdateCrawlDb', 'tag_segment_record']
 
@@ -58,7 +58,7 @@ class _MapFn(beam.DoFn):
                 return
             if url != record['url']:
                 record = dict(record, url=url)
-        yield url, (kind, record)
+        yield url, (kind, pack_datum(record))
 
 
 class _MergeFn(beam.DoFn):
@@ -78,8 +78,8 @@ class _MergeFn(beam.DoFn):
     def process(self, group):
         _, values = group
         buckets = {OLD: [], FETCH: [], LINK: [], SIGNATURE: []}
-        for kind, record in values:
-            buckets[kind].append(record)
+        for kind, packed in values:
+            buckets[kind].append(unpack_datum(packed))
         record, outcome = merge_url(buckets[OLD], buckets[FETCH], buckets[LINK],
                                     buckets[SIGNATURE], self.now, self.rules)
         self._count(f'updatedb.{outcome}')
