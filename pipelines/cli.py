@@ -19,8 +19,10 @@ COMMANDS = {
     'fetch': 'pipelines.fetch',
     'parse': 'pipelines.parse',
     'updatedb': 'pipelines.updatedb',
+    'invertlinks': 'pipelines.linkdb',
+    'readlinkdb': 'pipelines.readlinkdb',
 }
-ALIASES = {}
+ALIASES = {'linkdb': 'invertlinks'}
 
 
 class _Parser(argparse.ArgumentParser):

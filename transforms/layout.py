@@ -186,6 +186,19 @@ class DbLayout:
         with FileSystems.create(_join(new_dir, APPLIED)) as f:
             f.write(''.join(f'{n}\n' for n in sorted(set(names))).encode('utf-8'))
 
+    def read_note(self, name: str) -> Optional[str]:
+        """A small text note stored in the readable version (e.g. its partitioning)."""
+        directory = self.readable_dir()
+        path = _join(directory, name) if directory else None
+        if not path or not FileSystems.exists(path):
+            return None
+        with FileSystems.open(path) as f:
+            return f.read().decode('utf-8').strip()
+
+    def write_note(self, new_dir: str, name: str, text: str) -> None:
+        with FileSystems.create(_join(new_dir, name)) as f:
+            f.write(text.encode('utf-8'))
+
     def install(self, new_dir: str, keep_backup: bool) -> None:
         """Under the lock: new_dir becomes current/, the previous current/ becomes old/.
         A version written without its own applied-segments list inherits the current one."""

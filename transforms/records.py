@@ -6,7 +6,7 @@ Records travel through pipelines as plain dicts shaped like their Avro schema (t
 reader-schema resolution. Field names are fixed by CONTRACT.md §4.
 """
 
-from typing import Iterable, Mapping, Optional
+from typing import Iterable, List, Mapping, Optional, Tuple
 
 __all__ = [
     'STATUSES', 'STATUS_CODES', 'DB_STATUSES', 'FETCH_STATUSES', 'PROTOCOL_STATUSES',
@@ -208,3 +208,8 @@ def parse_data(url: str, *, title: str, parse_status: str,
 def inlinks(url: str, links: Iterable[tuple]) -> dict:
     """An Inlinks record; `links` are (from_url, anchor) pairs."""
     return {'url': url, 'inlinks': [{'from_url': f, 'anchor': a} for f, a in links]}
+
+
+def inlink_pairs(record: Mapping) -> List[Tuple[str, str]]:
+    """The (from_url, anchor) pairs of an Inlinks record."""
+    return [(i['from_url'], i['anchor']) for i in record['inlinks']]

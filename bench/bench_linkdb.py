@@ -1,0 +1,78 @@
+"""Benchmark: invertlinks of 100k parse_data records × 20 outlinks over 10k hosts into an
+existing 1M-entry linkdb. Prints wall time and peak RSS.
+
+    python bench/bench_linkdb.py [--pages 100000] [--links 20] [--existing 1000000]
+"""
+
+import argparse
+import os
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from transforms.dbio import write_avro_file  # noqa: E402
+from transforms.policy.generate import partition  # noqa: E402
+from transforms.records import (CRAWL_DATUM_SCHEMA, INLINKS_SCHEMA, PARSE_DATA_SCHEMA,  # noqa
+                                inlinks, parse_data)
+
+
+def url(i):
+    return f'http://www.h{i % 10000}.example.com/page/{i}.html'
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--pages', type=int, default=100000)
+    parser.add_argument('--links', type=int, default=20)
+    parser.add_argument('--existing', type=int, default=1000000)
+    parser.add_argument('--partitions', type=int, default=8, help='linkdb.partitions')
+    args = parser.parse_args()
+    rnd = random.Random(5)
+    work = tempfile.mkdtemp(prefix='bench-linkdb-')
+    crawl = os.path.join(work, 'crawl')
+    start = time.time()
+    parts = {p: [] for p in range(args.partitions)}      # the layout invertlinks writes
+    for i in range(args.existing):
+        parts[partition(url(i), args.partitions)].append(
+            inlinks(url(i), [(url(rnd.randrange(args.existing)), f'anchor {i % 97}')]))
+    for index, records in parts.items():
+        write_avro_file(f'{crawl}/linkdb/current/part-{index:05d}.avro', INLINKS_SCHEMA, records)
+    with open(f'{crawl}/linkdb/current/_partitions', 'w') as f:
+        f.write(str(args.partitions))
+    segment = f'{crawl}/segments/20261122000000'
+    write_avro_file(f'{segment}/parse_data/part-00000.avro', PARSE_DATA_SCHEMA, [
+        parse_data(url(i), title='t', parse_status='success', outlinks=[
+            (url(rnd.randrange(2 * args.existing)), f'link text {k}') for k in range(args.links)])
+        for i in range(args.pages)])
+    write_avro_file(f'{segment}/crawl_parse/part-00000.avro', CRAWL_DATUM_SCHEMA, [])
+    print(f'built: {args.existing} linkdb entries, {args.pages} pages × {args.links} outlinks '
+          f'over 10000 hosts ({time.time() - start:.0f} s)')
+    runners = {'pinned local runner (1 process)': [],
+               'local runner, 2 worker processes': ['--direct_num_workers=2',
+                                                    '--direct_running_mode=multi_processing']}
+    for label, extra in runners.items():
+        shutil.rmtree(f'{crawl}/linkdb/old', ignore_errors=True)
+        start = time.time()
+        proc = subprocess.run([sys.executable, '-m', 'pipelines.cli', 'invertlinks', crawl,
+                               '20261122000000', '-D', f'linkdb.partitions={args.partitions}',
+                               *extra], cwd=ROOT, capture_output=True, text=True)
+        wall = time.time() - start
+        if proc.returncode != 0:
+            print(proc.stderr[-3000:])
+            sys.exit(1)
+        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        print(f'{label}: invertlinks {wall:.1f} s wall, peak RSS of any process so far '
+              f'{peak:.0f} MB')
+        print('  ' + proc.stdout.strip())
+    shutil.rmtree(work)
+
+
+if __name__ == '__main__':
+    main()

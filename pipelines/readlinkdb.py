@@ -1,0 +1,68 @@
+"""Read the linkdb (Nutch's `readlinkdb`): the inlinks of one URL, or a dump.
+
+beamcrawl readlinkdb CRAWL_DIR (--url URL | --dump OUT [--format jsonl|text]) [beam options]
+"""
+
+import json
+import sys
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+
+from pipelines.cli import run_command
+from transforms.dbio import ReadParts, iter_records
+from transforms.errors import UserError
+from transforms.layout import CrawlLayout
+from transforms.policy.urls import MalformedUrl, UrlPolicy
+from transforms.runtime import make_pipeline, run_pipeline
+
+
+def add_arguments(parser):
+    parser.add_argument('crawl_dir', metavar='CRAWL_DIR')
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument('--url', metavar='URL', help='print the inlinks of URL (exit 1 if none)')
+    what.add_argument('--dump', metavar='OUT', help='write every entry to directory OUT')
+    parser.add_argument('--format', choices=('jsonl', 'text'), default='jsonl',
+                        help='--dump format (default jsonl)')
+
+
+def text_lines(record) -> str:
+    """Nutch's dump form: `url<TAB>Inlinks:` then one ` fromUrl: … anchor: …` line each."""
+    return '\n'.join([f'{record["url"]}\tInlinks:'] + [
+        f' fromUrl: {i["from_url"]} anchor: {i["anchor"]}' for i in record['inlinks']])
+
+
+def run(args, cfg, now, beam_args):
+    crawl = CrawlLayout(args.crawl_dir)
+    if crawl.linkdb.readable_dir() is None:
+        raise UserError(f'{crawl.linkdb.current}: no linkdb (run invertlinks first)')
+    if args.url:
+        wanted = {args.url}
+        try:
+            wanted.add(UrlPolicy.from_config(cfg).normalize(args.url))
+        except MalformedUrl:
+            pass
+        for record in iter_records(crawl.linkdb.part_files()):
+            if record['url'] in wanted:
+                print(text_lines(record))
+                return 0
+        print(f'{args.url} - no link information.')
+        return 1
+    if FileSystems.exists(args.dump):
+        raise UserError(f'--dump {args.dump}: already exists')
+    p = make_pipeline(beam_args)
+    fmt = args.format
+    _ = (p
+         | 'ReadLinkDb' >> ReadParts(crawl.linkdb.part_files())
+         | 'Format' >> beam.Map(lambda r: text_lines(r) if fmt == 'text'
+                                else json.dumps(r, ensure_ascii=False, sort_keys=True))
+         | 'Write' >> beam.io.WriteToText(FileSystems.join(args.dump, 'part'),
+                                          file_name_suffix=f'.{fmt if fmt == "jsonl" else "txt"}',
+                                          shard_name_template='-SSSSS'))
+    run_pipeline(p, 'readlinkdb --dump')
+    print(f'dumped to {args.dump}')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(run_command('readlinkdb', sys.argv[1:]))

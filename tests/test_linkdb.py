@@ -1,0 +1,164 @@
+"""invertlinks / readlinkdb: inversion rules, the transforms, incremental = batch, idempotence,
+SIGKILL, the readers."""
+
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import apache_beam as beam
+import pytest
+from apache_beam.testing.test_pipeline import TestPipeline
+from apache_beam.testing.util import assert_that, equal_to
+
+from pipelines.cli import main
+from tests.conftest import ROOT, read_parts, run_cli
+from transforms.dbio import iter_records, write_avro_file
+from transforms.layout import CrawlLayout
+from transforms.linkdb import InvertLinks, MergeInlinks
+from transforms.policy.linkdb import LinkRules, cap_inlinks, invert, truncate_anchor
+from transforms.records import (CRAWL_DATUM_SCHEMA, INLINKS_SCHEMA, PARSE_DATA_SCHEMA,
+                                crawl_datum, inlinks, parse_data)
+
+RULES = LinkRules(ignore_internal=True, ignore_external=False, max_anchor_length=100,
+                  max_inlinks=10000)
+
+
+def pd(url, *links):
+    return parse_data(url, title='', parse_status='success', outlinks=links)
+
+
+PAGES = [pd('http://a.test/1', ('http://b.test/', 'bee'), ('http://a.test/2', 'internal'),
+            ('http://c.test/', 'see')),
+         pd('http://b.test/', ('http://c.test/', 'from b'), ('http://c.test/', 'from b'),
+            ('http://a.test/1', '')),
+         pd('http://c.test/', ('http://b.test/', 'bee'))]
+
+
+def test_invert_rules():
+    assert list(invert('http://A.test/x', [('http://a.test/y', 'i'), ('http://b.test/', 'e'),
+                                           ('garbage', 'g')], RULES)) == \
+        [('http://b.test/', ('http://A.test/x', 'e'))]
+    external = LinkRules(ignore_internal=False, ignore_external=True, max_anchor_length=100,
+                         max_inlinks=10)
+    assert [t for t, _ in invert('http://a.test/x', [('http://a.test/y', 'i'),
+                                                    ('http://b.test/', 'e')], external)] == \
+        ['http://a.test/y']
+    both = LinkRules(ignore_internal=False, ignore_external=False, max_anchor_length=100,
+                     max_inlinks=10)
+    assert len(list(invert('http://a.test/x', [('http://a.test/y', 'i'),
+                                               ('http://b.test/', 'e')], both))) == 2
+
+
+def test_both_ignore_flags_are_an_error(tmp_path):
+    proc = run_cli('invertlinks', str(tmp_path), '-D', 'linkdb.ignore.external.links=true',
+                   check=False)
+    assert proc.returncode == 2 and 'both true' in proc.stderr
+
+
+@pytest.mark.parametrize('anchor,length,expected', [
+    ('héllo wörld', 5, 'héllo'), ('日本語のテキスト', 3, '日本語'), ('😀😀😀', 2, '😀😀'),
+    ('short', 100, 'short'), ('abc', 0, '')])
+def test_anchor_truncation_by_characters(anchor, length, expected):
+    assert truncate_anchor(anchor, length) == expected
+
+
+def test_cap_is_deterministic_and_order_free():
+    pairs = [(f'http://s{i}.test/', 'a') for i in (5, 3, 9, 1, 7)]
+    assert cap_inlinks(pairs, 3) == [('http://s1.test/', 'a'), ('http://s3.test/', 'a'),
+                                     ('http://s5.test/', 'a')]
+    assert cap_inlinks(reversed(pairs), 3) == cap_inlinks(pairs, 3)
+    assert cap_inlinks(cap_inlinks(pairs[:3], 3) + pairs[3:], 3) == cap_inlinks(pairs, 3)
+
+
+EXPECTED = [
+    inlinks('http://b.test/', [('http://a.test/1', 'bee'), ('http://c.test/', 'bee')]),
+    inlinks('http://c.test/', [('http://a.test/1', 'see'), ('http://b.test/', 'from b')]),
+    inlinks('http://a.test/1', [('http://b.test/', '')]),
+]
+
+
+def test_invert_and_merge_transforms(runner):
+    existing = [inlinks('http://c.test/', [('http://z.test/', 'old')])]
+    with TestPipeline(runner=runner) as p:
+        new = p | 'Pages' >> beam.Create(PAGES) | InvertLinks(rules=RULES)
+        merged = (p | 'Existing' >> beam.Create(existing), new) | MergeInlinks(2)
+        assert_that(merged, equal_to([
+            EXPECTED[0], EXPECTED[2],
+            inlinks('http://c.test/', [('http://a.test/1', 'see'), ('http://b.test/', 'from b')])
+        ]))
+
+
+def _segment(crawl, name, pages):
+    seg = os.path.join(crawl, 'segments', name)
+    write_avro_file(f'{seg}/parse_data/part-00000.avro', PARSE_DATA_SCHEMA, pages)
+    write_avro_file(f'{seg}/crawl_parse/part-00000.avro', CRAWL_DATUM_SCHEMA, [])
+    return seg
+
+
+def _linkdb(crawl):
+    return sorted(iter_records(CrawlLayout(crawl).linkdb.part_files()), key=lambda r: r['url'])
+
+
+def test_incremental_equals_batch_and_is_idempotent(tmp_path):
+    one, two = str(tmp_path / 'one'), str(tmp_path / 'two')
+    for crawl in (one, two):
+        _segment(crawl, '20261122000000', PAGES[:2])
+        _segment(crawl, '20261122000001', PAGES[2:] + [pd('http://d.test/',
+                                                          ('http://c.test/', 'dee'))])
+    assert main(['invertlinks', one, '20261122000000']) == 0
+    assert main(['invertlinks', one]) == 0               # the other one, remembered
+    assert main(['invertlinks', two]) == 0               # both at once
+    assert _linkdb(one) == _linkdb(two)
+    assert run_cli('invertlinks', one, check=False).returncode == 1     # nothing left
+    before = _linkdb(one)
+    assert main(['linkdb', one, '20261122000000']) == 0  # re-inverting changes nothing
+    assert _linkdb(one) == before
+    c = [r for r in before if r['url'] == 'http://c.test/'][0]
+    assert [i['from_url'] for i in c['inlinks']] == ['http://a.test/1', 'http://b.test/',
+                                                     'http://d.test/']
+
+
+def test_readlinkdb(tmp_path, capsys):
+    crawl = str(tmp_path / 'crawl')
+    _segment(crawl, '20261122000000', PAGES)
+    assert main(['invertlinks', crawl]) == 0
+    capsys.readouterr()
+    assert main(['readlinkdb', crawl, '--url', 'http://C.test:80/']) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        'http://c.test/\tInlinks:', ' fromUrl: http://a.test/1 anchor: see',
+        ' fromUrl: http://b.test/ anchor: from b']
+    assert run_cli('readlinkdb', crawl, '--url', 'http://x.test/', check=False).returncode == 1
+    assert main(['readlinkdb', crawl, '--dump', str(tmp_path / 'j')]) == 0
+    rows = [json.loads(l) for f in glob.glob(str(tmp_path / 'j' / '*.jsonl')) for l in open(f)]
+    assert sorted(rows, key=lambda r: r['url']) == sorted(EXPECTED, key=lambda r: r['url'])
+    assert main(['readlinkdb', crawl, '--dump', str(tmp_path / 't'), '--format', 'text']) == 0
+    text = ''.join(open(f).read() for f in glob.glob(str(tmp_path / 't' / '*.txt')))
+    assert 'http://b.test/\tInlinks:\n fromUrl: http://a.test/1 anchor: bee' in text
+
+
+@pytest.mark.slow
+def test_sigkill_during_invertlinks_keeps_previous_linkdb(tmp_path):
+    crawl = str(tmp_path / 'crawl')
+    write_avro_file(f'{crawl}/linkdb/current/part-00000.avro', INLINKS_SCHEMA, [
+        inlinks(f'http://t{i}.test/', [('http://s.test/', 'a')]) for i in range(50000)])
+    _segment(crawl, '20261122000000', [pd(f'http://s{i % 500}.test/p{i}',
+                                          *[(f'http://t{(i * 7 + k) % 90000}.test/', f'a{k}')
+                                            for k in range(10)]) for i in range(8000)])
+    before = _linkdb(crawl)
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    for delay in (1.0, 2.0):
+        proc = subprocess.Popen([sys.executable, '-m', 'pipelines.linkdb', crawl], cwd=ROOT,
+                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        if proc.poll() is not None:
+            break
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        assert _linkdb(crawl) == before
+        os.remove(os.path.join(crawl, 'linkdb', '.locked'))
+    assert main(['invertlinks', crawl]) == 0
+    assert len(_linkdb(crawl)) > 50000
