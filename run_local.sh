@@ -36,24 +36,25 @@ bc="$venv/bin/beamcrawl"
 if [ $# -ge 1 ]; then
   seeds="$1"; rounds="${2:-3}"
   crawl_dir="${CRAWL_DIR:-crawl}"
-  step "inject $seeds into $crawl_dir (the crawl loop arrives with fetch; rounds=$rounds not run yet)"
-  "$bc" inject "$crawl_dir" "$seeds"
-  "$bc" readdb "$crawl_dir" --stats
+  conf=()
+  [ -n "${BEAMCRAWL_CONF:-}" ] && conf=(--conf "$BEAMCRAWL_CONF")
+  [ -n "${HTTP_AGENT_NAME:-}" ] && conf+=(-D "http.agent.name=$HTTP_AGENT_NAME")
+  if [ ${#conf[@]} -eq 0 ]; then
+    echo "run_local.sh: name your crawler first: HTTP_AGENT_NAME=mybot ./run_local.sh $*" >&2
+    echo "  (or BEAMCRAWL_CONF=site.yaml with http.agent.name in it)" >&2
+    exit 2
+  fi
+  step "crawl $seeds for $rounds rounds into $crawl_dir"
+  "$bc" crawl "$crawl_dir" --seeds "$seeds" --rounds "$rounds" "${conf[@]}"
+  step "readdb --stats"
+  "$bc" readdb "$crawl_dir" --stats "${conf[@]}"
   exit 0
 fi
 
 crawl_dir="${CRAWL_DIR:-demo-crawl}"
-seeds_dir="$crawl_dir/seeds"
-mkdir -p "$seeds_dir"
-cat > "$seeds_dir/seeds.txt" <<'SEEDS'
-# demo seeds: URL, then optional TAB-separated key=value metadata
-http://www.demo.test/
-http://blog.demo.test/	score=2.0	topic=news
-http://shop.demo.test/catalog?page=1	fetch_interval=86400
-HTTP://WWW.DEMO.TEST:80/about/../	comment=duplicate of the first seed after normalization
-http://www.demo.test/logo.png
-SEEDS
-step "demo: inject (fetch, parse, updatedb and the 3-round crawl loop are not built yet)"
-"$bc" inject "$crawl_dir" "$seeds_dir" -D domain.extra.suffixes=test
-step "demo: readdb --stats"
-"$bc" readdb "$crawl_dir" --stats
+if [ -e "$crawl_dir" ]; then
+  step "removing the previous demo crawl $crawl_dir"
+  rm -rf "$crawl_dir"
+fi
+step "demo: 3 rounds against the bundled demo web (served on loopback by beamcrawl itself)"
+"$bc" demo "$crawl_dir" --rounds 3

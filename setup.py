@@ -18,6 +18,8 @@ setup(
         'protego>=0.3',
         'tldextract>=5.1',
         'PyYAML>=6.0',
+        'lxml>=5.0',
+        'matplotlib>=3.7',      # schedule-sim --plot
     ],
     extras_require={
         'test': ['pytest>=8', 'pytest-timeout>=2.3'],

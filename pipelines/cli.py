@@ -21,6 +21,10 @@ COMMANDS = {
     'updatedb': 'pipelines.updatedb',
     'invertlinks': 'pipelines.linkdb',
     'readlinkdb': 'pipelines.readlinkdb',
+    'crawl': 'pipelines.crawl',
+    'readseg': 'pipelines.readseg',
+    'schedule-sim': 'pipelines.schedule_sim',
+    'demo': 'pipelines.demo',
 }
 ALIASES = {'linkdb': 'invertlinks'}
 
@@ -36,7 +40,7 @@ def setup_logging() -> None:
     """Human logs on stderr: our INFO progress lines, only warnings from Beam."""
     logging.basicConfig(level=logging.INFO, format='%(asctime)s %(levelname)s %(message)s',
                         datefmt='%H:%M:%S', stream=sys.stderr, force=True)
-    for noisy in ('apache_beam', 'absl'):
+    for noisy in ('apache_beam', 'absl', 'matplotlib'):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 

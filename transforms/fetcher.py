@@ -219,12 +219,18 @@ class Fetcher:
                     self.cond.wait(min(wait if wait is not None else 0.5, 0.5))
             try:
                 outcome = self._fetch(queue.qid, item)
+                if outcome.meta is not None:
+                    outcome.meta['fetch.queue'] = queue.qid
             except Exception as e:  # pylint: disable=broad-except  (one URL never kills the run)
                 log.exception('fetch of %s failed', item.record['url'])
                 outcome = _Outcome(protocol='failed', error=f'{type(e).__name__}: {e}')
             with self.cond:
                 if outcome.crawl_delay is not None:
                     self.queues.set_crawl_delay(queue.qid, outcome.crawl_delay)
+                if outcome.meta is not None:
+                    outcome.meta['fetch.delay'] = repr(
+                        queue.crawl_delay if self.settings.threads_per_queue == 1
+                        else self.settings.min_delay)
                 dropped = self.queues.finish(queue, time.time(), response_time=outcome.elapsed,
                                              exception=outcome.protocol == 'exception',
                                              asap=outcome.asap)

@@ -1,0 +1,106 @@
+"""Inject seeds, then crawl N rounds (Nutch's `bin/crawl`).
+
+beamcrawl crawl CRAWL_DIR --seeds SEEDS --rounds N [--top-n N] [--threads N] [--num-fetchers K]
+                [--time-limit-fetch MIN] [--round-interval S] [--conf FILE] [-D key=value]
+                [--now T] [beam options]
+Each round: generate → fetch → parse (unless fetcher.parse) → updatedb → invertlinks. Stops early
+when nothing is due, or when a file .STOP appears in CRAWL_DIR. With --now, round k runs at
+now + k × --round-interval, so a simulation is reproducible.
+"""
+
+import collections
+import os
+import sys
+import time
+
+from pipelines.cli import run_command
+from transforms.dbio import count_records, iter_records
+from transforms.errors import UserError
+from transforms.layout import CrawlLayout
+
+
+def add_arguments(parser):
+    parser.add_argument('crawl_dir', metavar='CRAWL_DIR')
+    parser.add_argument('--seeds', metavar='SEEDS', help='seed file or directory to inject first')
+    parser.add_argument('--rounds', type=int, required=True, metavar='N')
+    parser.add_argument('--top-n', metavar='N', help='URLs per round (generate --top-n)')
+    parser.add_argument('--threads', metavar='N', help='fetcher threads')
+    parser.add_argument('--num-fetchers', metavar='K', help='fetch-list parts per segment')
+    parser.add_argument('--time-limit-fetch', metavar='MIN',
+                        help='fetch time limit per round in minutes (fetcher.timelimit.mins)')
+    parser.add_argument('--round-interval', type=float, default=0.0, metavar='S',
+                        help='with --now: seconds between rounds (default 0)')
+
+
+def _common(args, beam_args):
+    out = ['--conf', args.conf] if args.conf else []
+    for define in args.defines:
+        out += ['-D', define]
+    return out + list(beam_args)
+
+
+def _step(name, argv):
+    print(f'== {name} {" ".join(argv)}', file=sys.stderr, flush=True)
+    return run_command(name, argv)
+
+
+def run(args, cfg, now, beam_args):
+    if args.rounds < 1:
+        raise UserError(f'--rounds {args.rounds}: expected at least 1')
+    crawl = CrawlLayout(args.crawl_dir)
+    common = _common(args, beam_args)
+    if args.now is None:
+        clock = lambda k: []  # noqa: E731  (every step reads the wall clock)
+    else:
+        clock = lambda k: ['--now', str(now + int(k * args.round_interval * 1000))]  # noqa: E731
+    if args.seeds:
+        code = _step('inject', [args.crawl_dir, args.seeds, *clock(0), *common])
+        if code != 0:
+            return code
+    generate_opts = []
+    for option, value in (('--top-n', args.top_n), ('--num-fetchers', args.num_fetchers)):
+        if value is not None:
+            generate_opts += [option, value]
+    fetch_opts = ['--threads', args.threads] if args.threads else []
+    if args.time_limit_fetch is not None:
+        fetch_opts += ['-D', f'fetcher.timelimit.mins={args.time_limit_fetch}']
+    for k in range(args.rounds):
+        if os.path.exists(os.path.join(args.crawl_dir, '.STOP')):
+            print(f'crawl: {args.crawl_dir}/.STOP found, stopping before round {k + 1}')
+            break
+        started = time.time()
+        before = count_records(crawl.crawldb.part_files())
+        existing = set(crawl.segment_names())
+        code = _step('generate', [args.crawl_dir, *generate_opts, *clock(k), *common])
+        if code == 1:
+            print(f'round {k + 1}/{args.rounds}: nothing due, stopping')
+            break
+        if code != 0:
+            return code
+        (segment,) = sorted(set(crawl.segment_names()) - existing)[-1:]
+        steps = [('fetch', [segment, *fetch_opts])]
+        if not cfg['fetcher.parse']:
+            steps.append(('parse', [segment]))
+        steps += [('updatedb', [segment]), ('invertlinks', [segment])]
+        for name, extra in steps:
+            code = _step(name, [args.crawl_dir, *extra, *clock(k), *common])
+            if code != 0:
+                return code
+        print(_summary(crawl, segment, k, args.rounds, before, time.time() - started),
+              flush=True)
+    return 0
+
+
+def _summary(crawl, segment, k, rounds, before, seconds):
+    generated = count_records(crawl.part_files(segment, 'crawl_generate'))
+    statuses = collections.Counter(
+        r['status'] for r in iter_records(crawl.part_files(segment, 'crawl_fetch'))
+        if r['status'] != 'linked')
+    new = count_records(crawl.crawldb.part_files()) - before
+    fetched = ', '.join(f'{n} {s}' for s, n in sorted(statuses.items()))
+    return (f'round {k + 1}/{rounds}: segment {segment}: generated {generated}; fetched '
+            f'{fetched}; {new} new URLs; {seconds:.1f} s')
+
+
+if __name__ == '__main__':
+    sys.exit(run_command('crawl', sys.argv[1:]))
