@@ -34,15 +34,7 @@ def run(args, cfg, now, beam_args):
     except ValueError as e:
         raise UserError(str(e)) from None
     crawl = CrawlLayout(args.crawl_dir)
-    inverted = crawl.linkdb.applied_segments()
-    if args.segments:
-        names = [crawl.resolve_segment(s) for s in args.segments]
-        for name in names:
-            if not crawl.has_part(name, 'crawl_parse'):
-                raise UserError(f'{crawl.segment(name)}: not parsed (no crawl_parse)')
-    else:
-        names = [n for n in crawl.segment_names()
-                 if crawl.has_part(n, 'crawl_parse') and n not in inverted]
+    names, _ = crawl.segments_to_apply(crawl.linkdb, args.segments, 'crawl_parse')
     if not names:
         print('invertlinks: nothing to do (every parsed segment is inverted already)',
               file=sys.stderr)

@@ -52,17 +52,9 @@ def update_rules(cfg, no_additions=False) -> UpdateRules:
 def run(args, cfg, now, beam_args):
     crawl = CrawlLayout(args.crawl_dir)
     rules = update_rules(cfg, args.no_additions)
-    applied = crawl.crawldb.applied_segments()
-    if args.segments:
-        names = [crawl.resolve_segment(s) for s in args.segments]
-        for name in names:
-            if not crawl.has_part(name, 'crawl_fetch'):
-                raise UserError(f'{crawl.segment(name)}: not fetched (no crawl_fetch)')
-            if name in applied:
-                log.warning('%s was applied before; applying it again', name)
-    else:
-        names = [n for n in crawl.segment_names()
-                 if crawl.has_part(n, 'crawl_fetch') and n not in applied]
+    names, again = crawl.segments_to_apply(crawl.crawldb, args.segments, 'crawl_fetch')
+    for name in again:
+        log.warning('%s was applied before; applying it again', name)
     if not names:
         print('updatedb: nothing to do (every fetched segment is applied already)',
               file=sys.stderr)

@@ -20,7 +20,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from transforms import metrics
 from transforms.dbio import write_avro_file
-from transforms.policy.generate import (REJECT_REASONS, GenerateSettings, assign_segments,
+from transforms.policy.generate import (GenerateSettings, assign_segments,
                                         partition, scatter_key, sort_key)
 from transforms.policy.urls import UrlPolicy, host_of, scheme_host
 from transforms.records import CRAWL_DATUM_SCHEMA, METADATA_GENERATE_TIME
@@ -63,25 +63,23 @@ class _SelectFn(beam.DoFn):
 
     def start_bundle(self):
         self._groups = {}
-        self._counts = dict.fromkeys(
-            [metrics.GENERATE_MALFORMED, metrics.GENERATE_DUE]
-            + [metrics.GENERATE_REJECTED + r for r in REJECT_REASONS], 0)
+        self._counts = metrics.BundleCounts()
 
     def process(self, record):
         url = record['url']
         parts = scheme_host(url)
         host = parts[1]
         if not host:
-            self._counts[metrics.GENERATE_MALFORMED] += 1
+            self._counts.inc(metrics.GENERATE_MALFORMED)
             return
         if self.filter_urls and not self.policy.accept(url, parts):
-            self._counts[metrics.GENERATE_REJECTED + 'filtered'] += 1
+            self._counts.inc(metrics.GENERATE_REJECTED + 'filtered')
             return
         reason, candidate = self.settings.check(record, self.now)
         if reason:
-            self._counts[metrics.GENERATE_REJECTED + reason] += 1
+            self._counts.inc(metrics.GENERATE_REJECTED + reason)
             return
-        self._counts[metrics.GENERATE_DUE] += 1
+        self._counts.inc(metrics.GENERATE_DUE)
         if self.keep is None:
             yield 1, _mark(candidate, str(self.now))
             return
@@ -96,9 +94,7 @@ class _SelectFn(beam.DoFn):
             _truncate(group[1], self.keep)
 
     def finish_bundle(self):
-        for name, count in self._counts.items():
-            if count:
-                metrics.counter(name).inc(count)
+        self._counts.flush()
         for name, (total, items) in self._groups.items():
             _truncate(items, self.keep)
             yield WindowedValue((name, (total, items)), MIN_TIMESTAMP, [GlobalWindow()])

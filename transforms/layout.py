@@ -18,7 +18,7 @@ import os
 import socket
 import time
 import uuid
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from apache_beam.io.filesystem import BeamIOError
 from apache_beam.io.filesystems import FileSystems
@@ -278,6 +278,20 @@ class CrawlLayout:
                 return name
         raise InputError(f'{self.segments}: no segment with {" and ".join(needed)} and without '
                          f'{done_part}')
+
+    def segments_to_apply(self, db: 'DbLayout', requested: List[str], needed_part: str
+                          ) -> Tuple[List[str], List[str]]:
+        """(segments to merge into `db`, those of them merged before). Requested segments must
+        have `needed_part`; with none requested: every segment that has it and is not applied."""
+        applied = db.applied_segments()
+        if requested:
+            names = [self.resolve_segment(s) for s in requested]
+            for name in names:
+                if not self.has_part(name, needed_part):
+                    raise InputError(f'{self.segment(name)}: has no {needed_part}')
+            return names, [n for n in names if n in applied]
+        return [n for n in self.segment_names()
+                if self.has_part(n, needed_part) and n not in applied], []
 
     def part_files(self, segment: str, part: str) -> List[str]:
         return list_files(_join(self.segment_part(segment, part), PART_GLOB))

@@ -72,14 +72,10 @@ class _ParseFn(beam.DoFn):
         self._pool.shutdown(wait=False)
 
     def start_bundle(self):
-        self._counts = {}
+        self._counts = metrics.BundleCounts()
 
     def finish_bundle(self):
-        for name, count in self._counts.items():
-            metrics.counter(name).inc(count)
-
-    def _count(self, name):
-        self._counts[name] = self._counts.get(name, 0) + 1
+        self._counts.flush()
 
     def _parse(self, content) -> Parse:
         args = (content['content'], content['url'], content['content_type'])
@@ -103,13 +99,13 @@ class _ParseFn(beam.DoFn):
     def process(self, content):
         url = content['url']
         if content['http_code'] != 200:
-            self._count('parse.skipped.not_success')
+            self._counts.inc('parse.skipped.not_success')
             return
         if content['truncated'] and self.settings.skip_truncated:
-            self._count('parse.skipped.truncated')
+            self._counts.inc('parse.skipped.truncated')
             return
         parse = self._parse(content)
-        self._count(f'parse.status.{parse.status}')
+        self._counts.inc(f'parse.status.{parse.status}')
         if parse.status in ('failed', 'notparsed'):
             parse = Parse(parse.status, metadata=parse.metadata)
         outlinks = filter_outlinks(url, parse.outlinks, self.settings.outlinks, self.policy,
@@ -136,7 +132,7 @@ class _ParseFn(beam.DoFn):
         for target, share in zip(targets, shares):
             yield crawl_datum(target, 'linked', fetch_time=self.now,
                               fetch_interval=s.interval_default, score=share)
-        self._count('parse.outlinks')
+        self._counts.inc('parse.outlinks')
 
     def _refresh_target(self, url: str, parse: Parse) -> Optional[dict]:
         if parse.refresh is None:

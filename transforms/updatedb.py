@@ -37,24 +37,22 @@ class _MapFn(beam.DoFn):
         self.normalize, self.filter_urls = normalize, filter_urls
 
     def start_bundle(self):
-        self._counts = {}
+        self._counts = metrics.BundleCounts()
 
     def finish_bundle(self):
-        for name, count in self._counts.items():
-            metrics.counter(name).inc(count)
+        self._counts.flush()
 
     def process(self, item):
         kind, record = item
         if self.purge_gone and record['status'] == 'db_gone':
-            self._counts['updatedb.purged_gone'] = self._counts.get('updatedb.purged_gone', 0) + 1
+            self._counts.inc('updatedb.purged_gone')
             return
         url = record['url']
         if self.normalize or self.filter_urls:
             url, reason = self.policy.clean(url, normalize=self.normalize,
                                             filter=self.filter_urls)
             if url is None:
-                name = f'updatedb.dropped_{reason}'
-                self._counts[name] = self._counts.get(name, 0) + 1
+                self._counts.inc(f'updatedb.dropped_{reason}')
                 return
             if url != record['url']:
                 record = dict(record, url=url)
@@ -66,14 +64,10 @@ class _MergeFn(beam.DoFn):
         self.rules, self.now = rules, now
 
     def start_bundle(self):
-        self._counts = {}
+        self._counts = metrics.BundleCounts()
 
     def finish_bundle(self):
-        for name, count in self._counts.items():
-            metrics.counter(name).inc(count)
-
-    def _count(self, name):
-        self._counts[name] = self._counts.get(name, 0) + 1
+        self._counts.flush()
 
     def process(self, group):
         _, values = group
@@ -82,9 +76,9 @@ class _MergeFn(beam.DoFn):
             buckets[kind].append(unpack_datum(packed))
         record, outcome = merge_url(buckets[OLD], buckets[FETCH], buckets[LINK],
                                     buckets[SIGNATURE], self.now, self.rules)
-        self._count(f'updatedb.{outcome}')
+        self._counts.inc(f'updatedb.{outcome}')
         if record is not None:
-            self._count(f'updatedb.status.{record["status"]}')
+            self._counts.inc(f'updatedb.status.{record["status"]}')
             yield record
 
 
