@@ -1,0 +1,130 @@
+"""Benchmark: a CPU-bound fetch (no politeness delay) with parsing and every output written,
+beside Scrapy fetching the same URLs through the same local web with link extraction.
+
+100 hosts × 100 pages on loopback (one proxy port), fetcher.server.delay = 0. beamcrawl runs
+`fetch -D fetcher.parse=true` (crawl_fetch, content, parse_text, parse_data, crawl_parse);
+Scrapy (a bench-only dependency: pip install 'scrapy==2.19.*') runs a spider that extracts
+links and yields them, with the same concurrency. Prints pages/s of each (from the server's
+request log) and peak RSS.
+
+    python bench/bench_fetch_cpu.py [--hosts 100] [--pages 100] [--threads 20]
+"""
+
+import argparse
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from transforms.localweb import Page, TestWeb, html_page  # noqa: E402
+
+SPIDER = '''
+import sys, scrapy
+from scrapy.crawler import CrawlerProcess
+from scrapy.linkextractors import LinkExtractor
+
+urls, proxy, threads = open(sys.argv[1]).read().split(), sys.argv[2], int(sys.argv[3])
+
+class Bench(scrapy.Spider):
+    name = 'bench'
+    extractor = LinkExtractor()
+    async def start(self):
+        for url in urls:
+            yield scrapy.Request(url, dont_filter=True)     # proxy: from http_proxy
+    def parse(self, response):
+        yield {'url': response.url, 'title': response.css('title::text').get(),
+               'links': [l.url for l in self.extractor.extract_links(response)]}
+
+process = CrawlerProcess(settings={
+    'LOG_LEVEL': 'WARNING', 'CONCURRENT_REQUESTS': threads, 'CONCURRENT_REQUESTS_PER_DOMAIN': 1,
+    'DOWNLOAD_DELAY': 0, 'ROBOTSTXT_OBEY': True, 'FEEDS': {sys.argv[4]: {'format': 'jsonlines'}},
+    'TELNETCONSOLE_ENABLED': False, 'COOKIES_ENABLED': False, 'RETRY_ENABLED': False})
+process.crawl(Bench)
+process.start()
+'''
+
+
+def stage(log):
+    log = [r for r in log if r.path != '/robots.txt']
+    return len(log), max(r.end for r in log) - min(r.start for r in log)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--hosts', type=int, default=100)
+    parser.add_argument('--pages', type=int, default=100)
+    parser.add_argument('--threads', type=int, default=20)
+    args = parser.parse_args()
+    body = '<p>' + 'Some words of text on the page. ' * 60 + '</p>'
+    sites = {}
+    for h in range(args.hosts):
+        host = f'h{h}.cpu.test'
+        sites[host] = {'/robots.txt': Page(body=b'User-agent: *\nAllow: /\n',
+                                           content_type='text/plain')}
+        for i in range(args.pages):
+            links = [f'/p{(i + k) % args.pages}' for k in range(1, 21)] + \
+                    [f'http://h{(h + k) % args.hosts}.cpu.test/p{i}' for k in range(1, 6)]
+            sites[host][f'/p{i}'] = html_page(f'{host} page {i}', body, links=links)
+    work = tempfile.mkdtemp(prefix='bench-fetch-cpu-')
+    urls = [f'http://{host}/p{i}' for host in sites for i in range(args.pages)]
+    seeds = os.path.join(work, 'seeds.txt')
+    with open(seeds, 'w') as f:
+        f.write('\n'.join(urls) + '\n')
+    crawl = os.path.join(work, 'crawl')
+    results = {}
+    with TestWeb(sites) as web:
+        conf = ['-D', 'http.agent.name=benchbot', '-D', 'http.proxy.host=127.0.0.1',
+                '-D', f'http.proxy.port={web.port}', '-D', 'fetcher.server.delay=0',
+                '-D', 'fetcher.parse=true', '-D', 'domain.extra.suffixes=test']
+        cli = [sys.executable, '-m', 'pipelines.cli']
+        subprocess.run(cli + ['inject', crawl, seeds] + conf, cwd=ROOT, check=True,
+                       capture_output=True)
+        subprocess.run(cli + ['generate', crawl] + conf, cwd=ROOT, check=True,
+                       capture_output=True)
+        web.clear_log()
+        start = time.time()
+        proc = subprocess.run(cli + ['fetch', crawl, '--threads', str(args.threads)] + conf,
+                              cwd=ROOT, capture_output=True, text=True)
+        if proc.returncode != 0:
+            print(proc.stderr[-3000:])
+            sys.exit(1)
+        results['beamcrawl fetch + parse'] = (*stage(web.log), time.time() - start,
+                                              resource.getrusage(resource.RUSAGE_CHILDREN))
+        try:
+            import scrapy  # noqa: F401
+        except ImportError:
+            print("Scrapy is not installed: pip install 'scrapy==2.19.*' to compare")
+        else:
+            spider = os.path.join(work, 'spider.py')
+            with open(spider, 'w') as f:
+                f.write(textwrap.dedent(SPIDER))
+            urls_file = os.path.join(work, 'urls.txt')
+            with open(urls_file, 'w') as f:
+                f.write('\n'.join(urls))
+            web.clear_log()
+            start = time.time()
+            env = dict(os.environ, http_proxy=web.proxy_url, https_proxy=web.proxy_url)
+            subprocess.run([sys.executable, spider, urls_file, web.proxy_url, str(args.threads),
+                            os.path.join(work, 'items.jsonl')], check=True, cwd=work, env=env)
+            results[f'Scrapy {scrapy.__version__}'] = (
+                *stage(web.log), time.time() - start,
+                resource.getrusage(resource.RUSAGE_CHILDREN))
+    print(f'{args.hosts} hosts x {args.pages} pages, delay 0, {args.threads} concurrent requests')
+    for label, (pages, seconds, wall, usage) in results.items():
+        print(f'{label:<26} {pages} pages in {seconds:.1f} s = {pages / seconds:.0f} pages/s '
+              f'(whole command {wall:.1f} s, peak RSS so far {usage.ru_maxrss / 1024:.0f} MB)')
+    if len(results) == 2:
+        (a, b) = results.values()
+        print(f'beamcrawl / Scrapy pages/s: {(a[0] / a[1]) / (b[0] / b[1]):.2f}')
+    shutil.rmtree(work)
+
+
+if __name__ == '__main__':
+    main()
