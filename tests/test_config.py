@@ -69,7 +69,7 @@ def test_bad_site_files(tmp_path):
         load_config(str(bad))
     unknown = tmp_path / 'unknown.yaml'
     unknown.write_text('http.agent.nam: x\n')
-    with pytest.raises(ConfigError, match=f"unknown config key 'http.agent.nam' in config file"):
+    with pytest.raises(ConfigError, match="unknown config key 'http.agent.nam' in config file"):
         load_config(str(unknown))
 
 

@@ -15,13 +15,13 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from pipelines.cli import main
-from tests.conftest import ROOT, read_parts, run_cli
+from tests.conftest import ROOT, run_cli
 from transforms.dbio import iter_records, write_avro_file
 from transforms.layout import CrawlLayout
 from transforms.linkdb import InvertLinks, MergeInlinks
 from transforms.policy.linkdb import LinkRules, cap_inlinks, invert, truncate_anchor
 from transforms.records import (CRAWL_DATUM_SCHEMA, INLINKS_SCHEMA, PARSE_DATA_SCHEMA,
-                                crawl_datum, inlinks, parse_data)
+                                inlinks, parse_data)
 
 RULES = LinkRules(ignore_internal=True, ignore_external=False, max_anchor_length=100,
                   max_inlinks=10000)

@@ -14,7 +14,6 @@ from apache_beam.testing.util import assert_that, equal_to
 from pipelines.cli import main
 from tests.conftest import ROOT, read_db, run_cli, write_db, write_seeds
 from tests.testweb import Page
-from transforms.config import load_config
 from transforms.dbio import write_avro_file
 from transforms.policy.urls import UrlPolicy
 from transforms.records import CRAWL_DATUM_SCHEMA, crawl_datum

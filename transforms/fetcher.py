@@ -21,8 +21,7 @@ from transforms.http import HttpClient, HttpSettings
 from transforms.policy.politeness import FetchQueues
 from transforms.policy.protocol import CONTENT_KEPT, fetch_status, protocol_status
 from transforms.policy.scoring import CRAWL_SCORE_KEY
-from transforms.policy.robots import (RobotsRules, UNAVAILABLE, agent_names, robots_url,
-                                      rules_from_response)
+from transforms.policy.robots import RobotsRules, agent_names, robots_url, rules_from_response
 from transforms.policy.urls import UrlPolicy, choose_repr, scheme_host
 from transforms.records import content as content_record, crawl_datum
 

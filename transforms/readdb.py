@@ -5,7 +5,7 @@ import io
 import json
 import math
 import re
-from typing import Dict, Iterable, List, Optional, Sequence
+from typing import Iterable, List, Optional, Sequence
 
 import apache_beam as beam
 from apache_beam.transforms.stats import ApproximateQuantiles

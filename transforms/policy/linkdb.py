@@ -8,7 +8,7 @@ keeps whatever arrived first).
 """
 
 import dataclasses
-from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Iterable, Iterator, List, Optional, Tuple
 
 from transforms.policy.urls import UrlPolicy, scheme_host
 

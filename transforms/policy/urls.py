@@ -6,82 +6,28 @@ picklable object: `policy.normalize(url)` raises `MalformedUrl`, `policy.accept(
 filters, `policy.clean(url)` does both and returns (url or None, reason).
 """
 
-import functools
-import ipaddress
 import re
 import urllib.parse
 import xml.etree.ElementTree as ET
 from typing import List, Mapping, Optional, Sequence, Tuple
 
-import tldextract
+from transforms.policy.domains import DomainHelper, choose_repr  # re-exported
+from transforms.policy.urlparts import MalformedUrl, host_of, scheme_host, split_url  # re-exported
+
 
 __all__ = ['MalformedUrl', 'RuleError', 'BasicNormalizer', 'RegexNormalizer', 'RegexFilter',
            'DomainHelper', 'UrlPolicy', 'choose_repr', 'host_of', 'scheme_host', 'split_url']
-
-
-class MalformedUrl(ValueError):
-    """A URL that cannot be parsed or normalized."""
 
 
 class RuleError(ValueError):
     """A rule file that cannot be read; the message names the file and line."""
 
 
-_SCHEME_RE = re.compile(r'^([A-Za-z][A-Za-z0-9+.\-]*):(.*)$', re.S)
 _DEFAULT_PORTS = {'http': 80, 'https': 443, 'ftp': 21}
 _HIER_SCHEMES = ('http', 'https', 'ftp')
 _UNRESERVED = frozenset('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~')
 _ESCAPED = frozenset(' "<>[]^`{|}\x7f') | frozenset(chr(c) for c in range(0x20))
 _HEX = frozenset('0123456789abcdefABCDEF')
-
-
-def split_url(url: str) -> Tuple[str, Optional[str], str]:
-    """(scheme lowercased, authority or None, path+query) of a URL, without its fragment."""
-    m = _SCHEME_RE.match(url)
-    if not m:
-        raise MalformedUrl(f'no scheme: {url!r}')
-    scheme, rest = m.group(1).lower(), m.group(2)
-    rest = rest.split('#', 1)[0]
-    if rest.startswith('//'):
-        end = len(rest)
-        for sep in '/?':
-            i = rest.find(sep, 2)
-            if i != -1:
-                end = min(end, i)
-        return scheme, rest[2:end], rest[end:]
-    return scheme, None, rest
-
-
-_FAST_AUTHORITY = re.compile(r'([A-Za-z][A-Za-z0-9+.\-]*)://(?:[^@/?#]*@)?([^:/?#\[\]@]+)')
-
-
-def scheme_host(url: str) -> Tuple[str, str]:
-    """(lowercased scheme, lowercased host) of a URL; host '' when it has none or is malformed.
-    A fast path for the usual `scheme://host...` form, with split_url for the rest."""
-    m = _FAST_AUTHORITY.match(url)
-    if m:
-        end = m.end()
-        if end == len(url) or url[end] in ':/?#':
-            return m.group(1).lower(), m.group(2).lower()
-    try:
-        scheme = split_url(url)[0]
-    except MalformedUrl:
-        return '', ''
-    return scheme, host_of(url)
-
-
-def host_of(url: str) -> str:
-    """The lowercased host of an http(s)/ftp URL ('' when it has none or is malformed)."""
-    try:
-        _, authority, _ = split_url(url)
-    except MalformedUrl:
-        return ''
-    if not authority:
-        return ''
-    hostport = authority.rsplit('@', 1)[-1]
-    if hostport.startswith('['):
-        return hostport[:hostport.find(']') + 1].lower()
-    return hostport.split(':', 1)[0].lower()
 
 
 def _escape_char(ch: str) -> str:
@@ -326,89 +272,6 @@ class RegexFilter:
             if regex.search(url):
                 return accept
         return False
-
-
-class DomainHelper:
-    """Registrable domain of a host, from the bundled public suffix list, offline.
-
-    As Nutch's URLUtil.getDomainName: ICANN suffixes only; an IP address is its own domain; a
-    host that is a suffix, or whose suffix is unknown, is its own domain.
-    """
-
-    def __init__(self, extra_suffixes: Sequence[str] = ()):
-        self.extra_suffixes = tuple(s.strip('.').lower() for s in extra_suffixes if s.strip('.'))
-        self._extract = None
-
-    def __getstate__(self):
-        return {'extra_suffixes': self.extra_suffixes, '_extract': None}
-
-    def _extractor(self):
-        if self._extract is None:
-            self._extract = tldextract.TLDExtract(
-                suffix_list_urls=(), cache_dir=None, include_psl_private_domains=False,
-                extra_suffixes=list(self.extra_suffixes))
-            self._domain_cached = functools.lru_cache(maxsize=65536)(self._domain)
-        return self._extract
-
-    def domain(self, host: str) -> str:
-        """The registrable domain of `host` (a bare host name, possibly with a port)."""
-        self._extractor()
-        return self._domain_cached(host)
-
-    def _domain(self, host: str) -> str:
-        host = host.lower()
-        if host.startswith('['):
-            return host
-        host = host.split(':', 1)[0].rstrip('.')
-        if not host:
-            return ''
-        try:
-            ipaddress.ip_address(host)
-            return host
-        except ValueError:
-            pass
-        parts = self._extract(host)
-        if not parts.suffix:
-            return host
-        if not parts.domain:
-            return host
-        return f'{parts.domain}.{parts.suffix}'
-
-    def url_domain(self, url: str) -> str:
-        """The registrable domain of a URL's host ('' when it has none)."""
-        host = host_of(url)
-        return self.domain(host) if host else ''
-
-
-def choose_repr(src: str, dst: str, temp: bool, domains: 'DomainHelper') -> str:
-    """The representative URL of a redirect (Nutch's URLUtil.chooseRepr, §11.5)."""
-    try:
-        _, src_auth, src_rest = split_url(src)
-        _, dst_auth, dst_rest = split_url(dst)
-    except MalformedUrl:
-        return dst
-    src_host, dst_host = host_of(src), host_of(dst)
-    if not src_host or not dst_host or src_auth is None or dst_auth is None:
-        return dst
-    if domains.domain(src_host) != domains.domain(dst_host):
-        return dst
-    src_path, dst_path = src_rest.split('?', 1)[0], dst_rest.split('?', 1)[0]
-    src_root, dst_root = src_path in ('', '/'), dst_path in ('', '/')
-    if not temp:
-        return src if src_root else dst
-    if src_root and not dst_root:
-        return src
-    if dst_root and not src_root:
-        return dst
-    if not src_root and not dst_root and src_host == dst_host:
-        src_parts = len([p for p in src_path.split('/') if p])
-        dst_parts = len([p for p in dst_path.split('/') if p])
-        if src_parts != dst_parts:
-            return src if src_parts < dst_parts else dst
-        if len(src_path) != len(dst_path):
-            return src if len(src_path) < len(dst_path) else dst
-        return src
-    return dst if dst_host.count('.') < src_host.count('.') else src
 
 
 class UrlPolicy:
