@@ -15,7 +15,7 @@ from transforms import layout
 from transforms.dbio import ReadCrawlDb, iter_records
 from transforms.errors import UserError
 from transforms.layout import CrawlLayout
-from transforms.policy.urls import MalformedUrl, UrlPolicy
+from transforms.policy.urls import UrlPolicy
 from transforms.readdb import (CSV_HEADER, CrawlDbStats, DumpLines, FilterRecords, TopScores,
                                find_url, format_datum, format_stats)
 from transforms.records import STATUS_CODES, complete_datum
@@ -95,12 +95,7 @@ def _stats(crawl, cfg, p, records, as_json):
 
 
 def _print_url(crawl, cfg, url):
-    candidates = [url]
-    try:
-        candidates.append(UrlPolicy.from_config(cfg).normalize(url))
-    except MalformedUrl:
-        pass
-    record = find_url(iter_records(crawl.crawldb.part_files()), candidates)
+    record = find_url(iter_records(crawl.crawldb.part_files()), url, UrlPolicy.from_config(cfg))
     if record is None:
         print(f'URL: {url}\nnot found')
         return 1

@@ -13,7 +13,8 @@ from pipelines.cli import run_command
 from transforms.dbio import ReadParts, iter_records
 from transforms.errors import UserError
 from transforms.layout import CrawlLayout
-from transforms.policy.urls import MalformedUrl, UrlPolicy
+from transforms.policy.urls import UrlPolicy
+from transforms.readdb import find_url
 from transforms.runtime import make_pipeline, run_pipeline
 
 
@@ -37,15 +38,11 @@ def run(args, cfg, now, beam_args):
     if crawl.linkdb.readable_dir() is None:
         raise UserError(f'{crawl.linkdb.current}: no linkdb (run invertlinks first)')
     if args.url:
-        wanted = {args.url}
-        try:
-            wanted.add(UrlPolicy.from_config(cfg).normalize(args.url))
-        except MalformedUrl:
-            pass
-        for record in iter_records(crawl.linkdb.part_files()):
-            if record['url'] in wanted:
-                print(text_lines(record))
-                return 0
+        record = find_url(iter_records(crawl.linkdb.part_files()), args.url,
+                          UrlPolicy.from_config(cfg))
+        if record is not None:
+            print(text_lines(record))
+            return 0
         print(f'{args.url} - no link information.')
         return 1
     if FileSystems.exists(args.dump):

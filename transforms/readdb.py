@@ -10,6 +10,7 @@ from typing import Iterable, List, Optional, Sequence
 import apache_beam as beam
 from apache_beam.transforms.stats import ApproximateQuantiles
 
+from transforms.policy.urls import MalformedUrl
 from transforms.records import STATUS_CODES
 from transforms.runtime import format_time
 
@@ -231,9 +232,13 @@ def format_datum(record: dict) -> List[str]:
     return lines
 
 
-def find_url(records: Iterable[dict], urls: Sequence[str]) -> Optional[dict]:
-    """The first record whose URL is one of `urls`."""
-    wanted = set(urls)
+def find_url(records: Iterable[dict], url: str, policy) -> Optional[dict]:
+    """The first record for `url` as given or as the policy normalizes it (readers' --url)."""
+    wanted = {url}
+    try:
+        wanted.add(policy.normalize(url))
+    except MalformedUrl:
+        pass
     for record in records:
         if record['url'] in wanted:
             return record

@@ -21,6 +21,7 @@ import zlib
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from transforms.policy.schedule import should_fetch
+from transforms.policy.scoring import OpicScoring
 from transforms.records import METADATA_GENERATE_TIME, STATUS_CODES
 
 __all__ = ['GenerateSettings', 'sort_key', 'assign_segments', 'Assignment', 'partition',
@@ -69,9 +70,12 @@ class GenerateSettings:
         return '', candidate
 
 
+_SCORING = OpicScoring()
+
+
 def sort_value(record: dict) -> float:
-    """The generator sort value: the score (OPIC's generatorSortValue)."""
-    return record['score']
+    """The generator sort value, as the scorer defines it (OPIC: the score)."""
+    return _SCORING.sort_value(record)
 
 
 def sort_key(record: dict) -> tuple:
