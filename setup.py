@@ -1,16 +1,29 @@
-"""beamcrawl: the Apache Nutch crawl cycle as Apache Beam pipelines over Avro files."""
+"""beamcrawl: the Apache Nutch crawl cycle as Apache Beam pipelines over Avro files.
+
+The source tree keeps one folder per role (pipelines/, transforms/, conf/); installed, they all
+live under the one import name `beamcrawl` (beamcrawl.pipelines, beamcrawl.transforms,
+beamcrawl.conf), so nothing else is put into site-packages. `beamcrawl` itself is a namespace
+package: it has no module of its own.
+"""
 
 from setuptools import setup
 
+PACKAGES = {
+    'beamcrawl.pipelines': 'pipelines',
+    'beamcrawl.transforms': 'transforms',
+    'beamcrawl.transforms.policy': 'transforms/policy',
+    'beamcrawl.transforms.testing': 'transforms/testing',
+    'beamcrawl.conf': 'conf',                  # defaults and rule files, as package data
+}
+
 setup(
     name='beamcrawl',
-    version='0.1.0',
+    version='0.2.0',
     description='The Apache Nutch crawl cycle as Apache Beam pipelines over Avro files',
     python_requires='>=3.10',
-    packages=['pipelines', 'transforms', 'transforms.policy', 'beamcrawl_conf'],
-    # conf/ (defaults and rule files) ships inside the installed package as beamcrawl_conf.
-    package_dir={'beamcrawl_conf': 'conf'},
-    package_data={'beamcrawl_conf': ['*.yaml', '*.txt', '*.xml']},
+    packages=list(PACKAGES),
+    package_dir=PACKAGES,
+    package_data={'beamcrawl.conf': ['*.yaml', '*.txt', '*.xml']},
     install_requires=[
         'apache-beam==2.77.*',
         'fastavro>=1.9',
@@ -24,5 +37,5 @@ setup(
     extras_require={
         'test': ['pytest>=8', 'pytest-timeout>=2.3'],
     },
-    entry_points={'console_scripts': ['beamcrawl = pipelines.cli:main']},
+    entry_points={'console_scripts': ['beamcrawl = beamcrawl.pipelines.cli:main']},
 )

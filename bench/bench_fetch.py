@@ -53,7 +53,7 @@ def main():
         conf = ['-D', 'http.agent.name=benchbot', '-D', 'http.proxy.host=127.0.0.1',
                 '-D', f'http.proxy.port={web.port}', '-D', f'fetcher.server.delay={args.delay}',
                 '-D', 'domain.extra.suffixes=test']
-        cli = [sys.executable, '-m', 'pipelines.cli']
+        cli = [sys.executable, '-m', 'beamcrawl.pipelines.cli']
         subprocess.run(cli + ['inject', crawl, seeds] + conf, cwd=ROOT, check=True,
                        capture_output=True)
         subprocess.run(cli + ['generate', crawl] + conf, cwd=ROOT, check=True,

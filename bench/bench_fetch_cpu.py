@@ -23,7 +23,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from transforms.localweb import Page, TestWeb, html_page  # noqa: E402
+from beamcrawl.transforms.testing.web import Page, TestWeb, html_page  # noqa: E402
 
 SPIDER = '''
 import sys, scrapy
@@ -83,7 +83,7 @@ def main():
         conf = ['-D', 'http.agent.name=benchbot', '-D', 'http.proxy.host=127.0.0.1',
                 '-D', f'http.proxy.port={web.port}', '-D', 'fetcher.server.delay=0',
                 '-D', 'fetcher.parse=true', '-D', 'domain.extra.suffixes=test']
-        cli = [sys.executable, '-m', 'pipelines.cli']
+        cli = [sys.executable, '-m', 'beamcrawl.pipelines.cli']
         subprocess.run(cli + ['inject', crawl, seeds] + conf, cwd=ROOT, check=True,
                        capture_output=True)
         subprocess.run(cli + ['generate', crawl] + conf, cwd=ROOT, check=True,

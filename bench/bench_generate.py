@@ -21,8 +21,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from transforms.dbio import write_avro_file  # noqa: E402
-from transforms.records import CRAWL_DATUM_SCHEMA, crawl_datum  # noqa: E402
+from beamcrawl.transforms.dbio import write_avro_file  # noqa: E402
+from beamcrawl.transforms.records import CRAWL_DATUM_SCHEMA, crawl_datum  # noqa: E402
 
 NOW = 1795305600000
 DAY = 86400000
@@ -69,7 +69,7 @@ def main():
                                              '--direct_running_mode=multi_processing'],
     }
     for label, extra in runners.items():
-        cmd = [sys.executable, '-m', 'pipelines.cli', 'generate', crawl,
+        cmd = [sys.executable, '-m', 'beamcrawl.pipelines.cli', 'generate', crawl,
                '--top-n', str(args.top_n), '-D', f'generate.max.count={args.max_count}',
                '--num-fetchers', '2', '--now', str(NOW), *extra]
         start = time.time()

@@ -19,7 +19,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def timed(label, args, records):
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     start = time.time()
-    subprocess.run([sys.executable, '-m', 'pipelines.cli', *args], cwd=ROOT, check=True,
+    subprocess.run([sys.executable, '-m', 'beamcrawl.pipelines.cli', *args], cwd=ROOT, check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wall = time.time() - start
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss

@@ -17,9 +17,9 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from transforms.dbio import write_avro_file  # noqa: E402
-from transforms.policy.generate import partition  # noqa: E402
-from transforms.records import (CRAWL_DATUM_SCHEMA, INLINKS_SCHEMA, PARSE_DATA_SCHEMA,  # noqa
+from beamcrawl.transforms.dbio import write_avro_file  # noqa: E402
+from beamcrawl.transforms.policy.generate import partition  # noqa: E402
+from beamcrawl.transforms.records import (CRAWL_DATUM_SCHEMA, INLINKS_SCHEMA, PARSE_DATA_SCHEMA,  # noqa
                                 inlinks, parse_data)
 
 
@@ -60,7 +60,7 @@ def main():
     for label, extra in runners.items():
         shutil.rmtree(f'{crawl}/linkdb/old', ignore_errors=True)
         start = time.time()
-        proc = subprocess.run([sys.executable, '-m', 'pipelines.cli', 'invertlinks', crawl,
+        proc = subprocess.run([sys.executable, '-m', 'beamcrawl.pipelines.cli', 'invertlinks', crawl,
                                '20261122000000', '-D', f'linkdb.partitions={args.partitions}',
                                *extra], cwd=ROOT, capture_output=True, text=True)
         wall = time.time() - start

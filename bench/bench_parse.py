@@ -21,8 +21,8 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
 
 from pages import pages  # noqa: E402
-from transforms.dbio import write_avro_file  # noqa: E402
-from transforms.records import (CONTENT_SCHEMA, CRAWL_DATUM_SCHEMA, content,  # noqa: E402
+from beamcrawl.transforms.dbio import write_avro_file  # noqa: E402
+from beamcrawl.transforms.records import (CONTENT_SCHEMA, CRAWL_DATUM_SCHEMA, content,  # noqa: E402
                                 crawl_datum)
 
 
@@ -47,7 +47,7 @@ def main():
         for part in ('parse_text', 'parse_data', 'crawl_parse'):
             shutil.rmtree(os.path.join(segment, part), ignore_errors=True)
         start = time.time()
-        proc = subprocess.run([sys.executable, '-m', 'pipelines.cli', 'parse',
+        proc = subprocess.run([sys.executable, '-m', 'beamcrawl.pipelines.cli', 'parse',
                                os.path.join(work, 'crawl'), *extra], cwd=ROOT,
                               capture_output=True, text=True)
         wall = time.time() - start

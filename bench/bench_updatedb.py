@@ -17,8 +17,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from transforms.dbio import write_avro_file  # noqa: E402
-from transforms.records import CRAWL_DATUM_SCHEMA, crawl_datum  # noqa: E402
+from beamcrawl.transforms.dbio import write_avro_file  # noqa: E402
+from beamcrawl.transforms.records import CRAWL_DATUM_SCHEMA, crawl_datum  # noqa: E402
 
 NOW = 1795305600000
 DAY = 86400000
@@ -62,7 +62,7 @@ def main():
     print(f'built: {args.urls} crawldb records, {args.fetched} fetch records, {args.links} '
           f'outlinks ({time.time() - start:.0f} s)')
     start = time.time()
-    proc = subprocess.run([sys.executable, '-m', 'pipelines.cli', 'updatedb', crawl,
+    proc = subprocess.run([sys.executable, '-m', 'beamcrawl.pipelines.cli', 'updatedb', crawl,
                            '--now', str(NOW)], cwd=ROOT, capture_output=True, text=True)
     wall = time.time() - start
     if proc.returncode != 0:

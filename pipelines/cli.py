@@ -1,7 +1,7 @@
 """`beamcrawl <command> CRAWL_DIR [options] [beam pipeline options]`.
 
 Each command is a module of `pipelines` with `add_arguments(parser)` and
-`run(args, cfg, now, beam_args) -> exit code`; `python -m pipelines.<name>` runs the same code.
+`run(args, cfg, now, beam_args) -> exit code`; `python -m beamcrawl.pipelines.<name>` runs the same code.
 Options every command accepts: `--conf FILE`, `-D key=value`, `--now T`. Beam options pass
 through. User errors print one line on stderr and exit 2, with no traceback.
 """
@@ -13,18 +13,18 @@ import sys
 from typing import List, Optional
 
 COMMANDS = {
-    'inject': 'pipelines.inject',
-    'readdb': 'pipelines.readdb',
-    'generate': 'pipelines.generate',
-    'fetch': 'pipelines.fetch',
-    'parse': 'pipelines.parse',
-    'updatedb': 'pipelines.updatedb',
-    'invertlinks': 'pipelines.linkdb',
-    'readlinkdb': 'pipelines.readlinkdb',
-    'crawl': 'pipelines.crawl',
-    'readseg': 'pipelines.readseg',
-    'schedule-sim': 'pipelines.schedule_sim',
-    'demo': 'pipelines.demo',
+    'inject': 'beamcrawl.pipelines.inject',
+    'readdb': 'beamcrawl.pipelines.readdb',
+    'generate': 'beamcrawl.pipelines.generate',
+    'fetch': 'beamcrawl.pipelines.fetch',
+    'parse': 'beamcrawl.pipelines.parse',
+    'updatedb': 'beamcrawl.pipelines.updatedb',
+    'invertlinks': 'beamcrawl.pipelines.linkdb',
+    'readlinkdb': 'beamcrawl.pipelines.readlinkdb',
+    'crawl': 'beamcrawl.pipelines.crawl',
+    'readseg': 'beamcrawl.pipelines.readseg',
+    'schedule-sim': 'beamcrawl.pipelines.schedule_sim',
+    'demo': 'beamcrawl.pipelines.demo',
 }
 ALIASES = {'linkdb': 'invertlinks'}
 
@@ -47,10 +47,10 @@ def setup_logging() -> None:
 def run_command(name: str, argv: List[str]) -> int:
     """Runs one command with its arguments; returns the exit code."""
     setup_logging()
-    from transforms.config import load_config  # after logging: Beam logs while importing
-    from transforms.errors import UserError
-    from transforms.policy.urls import RuleError
-    from transforms.runtime import parse_now, split_beam_args
+    from beamcrawl.transforms.config import load_config  # after logging: Beam logs while importing
+    from beamcrawl.transforms.errors import UserError
+    from beamcrawl.transforms.policy.urls import RuleError
+    from beamcrawl.transforms.runtime import parse_now, split_beam_args
     module = importlib.import_module(COMMANDS[name])
     prog = f'beamcrawl {name}'
     parser = _Parser(prog=prog, allow_abbrev=False, description=module.__doc__.split('\n')[0])

@@ -13,10 +13,10 @@ import os
 import sys
 import time
 
-from pipelines.cli import run_command
-from transforms.dbio import count_records, iter_records
-from transforms.errors import UserError
-from transforms.layout import CrawlLayout
+from beamcrawl.pipelines.cli import run_command
+from beamcrawl.transforms.dbio import count_records, iter_records
+from beamcrawl.transforms.errors import UserError
+from beamcrawl.transforms.layout import CrawlLayout
 
 
 def add_arguments(parser):

@@ -10,9 +10,9 @@ import os
 import sys
 import time
 
-from pipelines.cli import run_command
-from transforms.demosite import DEMO_SEEDS, demo_sites
-from transforms.localweb import TestWeb
+from beamcrawl.pipelines.cli import run_command
+from beamcrawl.transforms.testing.demosite import DEMO_SEEDS, demo_sites
+from beamcrawl.transforms.testing.web import TestWeb
 
 
 def add_arguments(parser):

@@ -9,19 +9,19 @@ import sys
 
 import apache_beam as beam
 
-from pipelines.cli import run_command
-from transforms import layout
-from transforms.dbio import ReadParts, WriteParts
-from transforms.errors import UserError
-from transforms.fetch import CONTENT, CRAWL_FETCH, FetchSegment
-from transforms.fetcher import FetcherSettings
-from transforms.http import HttpSettings
-from transforms.layout import CrawlLayout
-from transforms.policy.urls import UrlPolicy
-from transforms.parse import (ParseContent, parse_settings, publish_parse_outputs,
+from beamcrawl.pipelines.cli import run_command
+from beamcrawl.transforms import layout
+from beamcrawl.transforms.dbio import ReadParts, WriteParts
+from beamcrawl.transforms.errors import UserError
+from beamcrawl.transforms.fetch import CONTENT, CRAWL_FETCH, FetchSegment
+from beamcrawl.transforms.fetcher import FetcherSettings
+from beamcrawl.transforms.http import HttpSettings
+from beamcrawl.transforms.layout import CrawlLayout
+from beamcrawl.transforms.policy.urls import UrlPolicy
+from beamcrawl.transforms.parse import (ParseContent, parse_settings, publish_parse_outputs,
                               write_parse_outputs)
-from transforms.records import CONTENT_SCHEMA, CRAWL_DATUM_SCHEMA, complete_datum
-from transforms.runtime import make_pipeline, run_pipeline
+from beamcrawl.transforms.records import CONTENT_SCHEMA, CRAWL_DATUM_SCHEMA, complete_datum
+from beamcrawl.transforms.runtime import make_pipeline, run_pipeline
 
 
 def add_arguments(parser):

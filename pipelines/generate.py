@@ -8,16 +8,16 @@ Prints each new segment's path; exits 1 when nothing is due (no segment is made)
 import logging
 import sys
 
-from pipelines.cli import run_command
-from transforms import layout
-from transforms.dbio import ReadCrawlDb, WriteParts
-from transforms.errors import UserError
-from transforms.generate import MarkGenerated, SelectForFetch, WriteFetchLists, publish_fetch_lists
-from transforms.layout import CrawlLayout
-from transforms.policy.generate import GenerateSettings, segment_names
-from transforms.policy.urls import UrlPolicy
-from transforms.records import CRAWL_DATUM_SCHEMA
-from transforms.runtime import make_pipeline, run_pipeline
+from beamcrawl.pipelines.cli import run_command
+from beamcrawl.transforms import layout
+from beamcrawl.transforms.dbio import ReadCrawlDb, WriteParts
+from beamcrawl.transforms.errors import UserError
+from beamcrawl.transforms.generate import MarkGenerated, SelectForFetch, WriteFetchLists, publish_fetch_lists
+from beamcrawl.transforms.layout import CrawlLayout
+from beamcrawl.transforms.policy.generate import GenerateSettings, segment_names
+from beamcrawl.transforms.policy.urls import UrlPolicy
+from beamcrawl.transforms.records import CRAWL_DATUM_SCHEMA
+from beamcrawl.transforms.runtime import make_pipeline, run_pipeline
 
 log = logging.getLogger('beamcrawl')
 

@@ -6,15 +6,15 @@ beamcrawl inject CRAWL_DIR SEEDS [--overwrite | --update] [--no-filter] [--no-no
 
 import sys
 
-from pipelines.cli import run_command
-from transforms.dbio import ReadCrawlDb, WriteParts, db_update
-from transforms.inject import Inject, seed_files
-from transforms.layout import CrawlLayout
-from transforms.policy.inject import InjectRules
-from transforms.policy.urls import UrlPolicy
-from transforms.records import CRAWL_DATUM_SCHEMA
-from transforms.runtime import make_pipeline, run_pipeline
-from transforms import metrics
+from beamcrawl.pipelines.cli import run_command
+from beamcrawl.transforms.dbio import ReadCrawlDb, WriteParts, db_update
+from beamcrawl.transforms.inject import Inject, seed_files
+from beamcrawl.transforms.layout import CrawlLayout
+from beamcrawl.transforms.policy.inject import InjectRules
+from beamcrawl.transforms.policy.urls import UrlPolicy
+from beamcrawl.transforms.records import CRAWL_DATUM_SCHEMA
+from beamcrawl.transforms.runtime import make_pipeline, run_pipeline
+from beamcrawl.transforms import metrics
 
 
 def add_arguments(parser):

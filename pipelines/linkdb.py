@@ -8,14 +8,14 @@ Default SEGMENTs: every parsed segment not inverted yet (the linkdb remembers wh
 import logging
 import sys
 
-from pipelines.cli import run_command
-from transforms.dbio import ReadParts, db_update
-from transforms.errors import UserError
-from transforms.layout import CrawlLayout
-from transforms.linkdb import PARTITIONS_NOTE, UpdateLinkDb
-from transforms.policy.linkdb import LinkRules
-from transforms.policy.urls import UrlPolicy
-from transforms.runtime import make_pipeline, run_pipeline
+from beamcrawl.pipelines.cli import run_command
+from beamcrawl.transforms.dbio import ReadParts, db_update
+from beamcrawl.transforms.errors import UserError
+from beamcrawl.transforms.layout import CrawlLayout
+from beamcrawl.transforms.linkdb import PARTITIONS_NOTE, UpdateLinkDb
+from beamcrawl.transforms.policy.linkdb import LinkRules
+from beamcrawl.transforms.policy.urls import UrlPolicy
+from beamcrawl.transforms.runtime import make_pipeline, run_pipeline
 
 log = logging.getLogger('beamcrawl')
 

@@ -6,14 +6,14 @@ SEGMENT: a segment name or path; default: the newest fetched segment not parsed 
 
 import sys
 
-from pipelines.cli import run_command
-from transforms import layout
-from transforms.dbio import ReadParts
-from transforms.layout import CrawlLayout
-from transforms.parse import (CRAWL_PARSE, ParseContent, parse_settings, publish_parse_outputs,
+from beamcrawl.pipelines.cli import run_command
+from beamcrawl.transforms import layout
+from beamcrawl.transforms.dbio import ReadParts
+from beamcrawl.transforms.layout import CrawlLayout
+from beamcrawl.transforms.parse import (CRAWL_PARSE, ParseContent, parse_settings, publish_parse_outputs,
                               write_parse_outputs)
-from transforms.policy.urls import UrlPolicy
-from transforms.runtime import make_pipeline, run_pipeline
+from beamcrawl.transforms.policy.urls import UrlPolicy
+from beamcrawl.transforms.runtime import make_pipeline, run_pipeline
 
 def add_arguments(parser):
     parser.add_argument('crawl_dir', metavar='CRAWL_DIR')

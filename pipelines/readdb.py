@@ -10,16 +10,16 @@ import sys
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.cli import run_command
-from transforms import layout
-from transforms.dbio import ReadCrawlDb, iter_records
-from transforms.errors import UserError
-from transforms.layout import CrawlLayout
-from transforms.policy.urls import UrlPolicy
-from transforms.readdb import (CSV_HEADER, CrawlDbStats, DumpLines, FilterRecords, TopScores,
+from beamcrawl.pipelines.cli import run_command
+from beamcrawl.transforms import layout
+from beamcrawl.transforms.dbio import ReadCrawlDb, iter_records
+from beamcrawl.transforms.errors import UserError
+from beamcrawl.transforms.layout import CrawlLayout
+from beamcrawl.transforms.policy.urls import UrlPolicy
+from beamcrawl.transforms.readdb import (CSV_HEADER, CrawlDbStats, DumpLines, FilterRecords, TopScores,
                                find_url, format_datum, format_stats)
-from transforms.records import STATUS_CODES, complete_datum
-from transforms.runtime import make_pipeline, run_pipeline
+from beamcrawl.transforms.records import STATUS_CODES, complete_datum
+from beamcrawl.transforms.runtime import make_pipeline, run_pipeline
 
 
 def add_arguments(parser):

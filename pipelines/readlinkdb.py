@@ -9,13 +9,13 @@ import sys
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.cli import run_command
-from transforms.dbio import ReadParts, iter_records
-from transforms.errors import UserError
-from transforms.layout import CrawlLayout
-from transforms.policy.urls import UrlPolicy
-from transforms.readdb import find_url
-from transforms.runtime import make_pipeline, run_pipeline
+from beamcrawl.pipelines.cli import run_command
+from beamcrawl.transforms.dbio import ReadParts, iter_records
+from beamcrawl.transforms.errors import UserError
+from beamcrawl.transforms.layout import CrawlLayout
+from beamcrawl.transforms.policy.urls import UrlPolicy
+from beamcrawl.transforms.readdb import find_url
+from beamcrawl.transforms.runtime import make_pipeline, run_pipeline
 
 
 def add_arguments(parser):

@@ -12,12 +12,12 @@ import sys
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.cli import run_command
-from transforms.dbio import count_records, iter_records
-from transforms.errors import UserError
-from transforms.layout import CrawlLayout
-from transforms.readdb import json_record
-from transforms.runtime import format_time
+from beamcrawl.pipelines.cli import run_command
+from beamcrawl.transforms.dbio import count_records, iter_records
+from beamcrawl.transforms.errors import UserError
+from beamcrawl.transforms.layout import CrawlLayout
+from beamcrawl.transforms.readdb import json_record
+from beamcrawl.transforms.runtime import format_time
 
 PARTS = ('crawl_generate', 'crawl_fetch', 'content', 'parse_data', 'parse_text', 'crawl_parse')
 

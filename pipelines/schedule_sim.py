@@ -7,10 +7,10 @@ beamcrawl schedule-sim [--period-days D] [--steps N] [--schedule CLASS] [--quiet
 
 import sys
 
-from pipelines.cli import run_command
-from transforms.errors import UserError
-from transforms.policy.schedule import schedule_from_config
-from transforms.policy.schedule_sim import DAY_S, simulate
+from beamcrawl.pipelines.cli import run_command
+from beamcrawl.transforms.errors import UserError
+from beamcrawl.transforms.policy.schedule import schedule_from_config
+from beamcrawl.transforms.policy.schedule_sim import DAY_S, simulate
 
 
 def add_arguments(parser):

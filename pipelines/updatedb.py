@@ -10,17 +10,17 @@ import sys
 
 import apache_beam as beam
 
-from pipelines.cli import run_command
-from transforms.dbio import ReadCrawlDb, ReadParts, WriteParts, db_update
-from transforms.errors import UserError
-from transforms.layout import CrawlLayout
-from transforms.policy.schedule import schedule_from_config
-from transforms.policy.scoring import OpicScoring
-from transforms.policy.updatedb import UpdateRules
-from transforms.policy.urls import UrlPolicy
-from transforms.records import CRAWL_DATUM_SCHEMA, complete_datum
-from transforms.runtime import make_pipeline, run_pipeline
-from transforms.updatedb import UpdateCrawlDb
+from beamcrawl.pipelines.cli import run_command
+from beamcrawl.transforms.dbio import ReadCrawlDb, ReadParts, WriteParts, db_update
+from beamcrawl.transforms.errors import UserError
+from beamcrawl.transforms.layout import CrawlLayout
+from beamcrawl.transforms.policy.schedule import schedule_from_config
+from beamcrawl.transforms.policy.scoring import OpicScoring
+from beamcrawl.transforms.policy.updatedb import UpdateRules
+from beamcrawl.transforms.policy.urls import UrlPolicy
+from beamcrawl.transforms.records import CRAWL_DATUM_SCHEMA, complete_datum
+from beamcrawl.transforms.runtime import make_pipeline, run_pipeline
+from beamcrawl.transforms.updatedb import UpdateCrawlDb
 
 log = logging.getLogger('beamcrawl')
 

@@ -56,14 +56,14 @@ def runner():
 
 @pytest.fixture
 def cfg():
-    from transforms.config import load_config
+    from beamcrawl.transforms.config import load_config
     return load_config(defines=['domain.extra.suffixes=test'])
 
 
 def run_cli(*args: str, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess:
-    """Runs `python -m pipelines.cli ARGS` in a subprocess (exit codes and stderr as a user sees
+    """Runs `python -m beamcrawl.pipelines.cli ARGS` in a subprocess (exit codes and stderr as a user sees
     them)."""
-    proc = subprocess.run([sys.executable, '-m', 'pipelines.cli', *args], cwd=ROOT,
+    proc = subprocess.run([sys.executable, '-m', 'beamcrawl.pipelines.cli', *args], cwd=ROOT,
                           capture_output=True, text=True, timeout=timeout)
     if check and proc.returncode != 0:
         raise AssertionError(f'beamcrawl {" ".join(args)} exited {proc.returncode}:\n'
@@ -79,20 +79,20 @@ def write_seeds(path, lines: List[str]) -> str:
 
 def read_db(crawl_dir) -> dict:
     """url → record of the crawldb's readable version, read with plain fastavro."""
-    from transforms.dbio import iter_records
-    from transforms.layout import CrawlLayout
+    from beamcrawl.transforms.dbio import iter_records
+    from beamcrawl.transforms.layout import CrawlLayout
     return {r['url']: r for r in iter_records(CrawlLayout(str(crawl_dir)).crawldb.part_files())}
 
 
 def write_db(crawl_dir, records) -> None:
     """Writes a crawldb version directly (as a previous beamcrawl run would have left it)."""
-    from transforms.dbio import write_avro_file
-    from transforms.layout import CrawlLayout
-    from transforms.records import CRAWL_DATUM_SCHEMA
+    from beamcrawl.transforms.dbio import write_avro_file
+    from beamcrawl.transforms.layout import CrawlLayout
+    from beamcrawl.transforms.records import CRAWL_DATUM_SCHEMA
     db = CrawlLayout(str(crawl_dir)).crawldb
     write_avro_file(f'{db.current}/part-00000.avro', CRAWL_DATUM_SCHEMA, list(records))
 
 
 def read_parts(paths) -> list:
-    from transforms.dbio import iter_records
+    from beamcrawl.transforms.dbio import iter_records
     return list(iter_records(sorted(paths)))

@@ -7,14 +7,14 @@ import apache_beam as beam
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from pipelines.cli import main
+from beamcrawl.pipelines.cli import main
 from tests.conftest import read_parts, run_cli, write_seeds
-from transforms.config import load_config
-from transforms.fetch import CONTENT, CRAWL_FETCH, FetchSegment
-from transforms.fetcher import FetcherSettings
-from transforms.http import HttpSettings
-from transforms.policy.urls import UrlPolicy
-from transforms.records import crawl_datum
+from beamcrawl.transforms.config import load_config
+from beamcrawl.transforms.fetch import CONTENT, CRAWL_FETCH, FetchSegment
+from beamcrawl.transforms.fetcher import FetcherSettings
+from beamcrawl.transforms.http import HttpSettings
+from beamcrawl.transforms.policy.urls import UrlPolicy
+from beamcrawl.transforms.records import crawl_datum
 
 NOW = '2026-11-22T00:00:00Z'
 

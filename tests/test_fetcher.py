@@ -8,11 +8,11 @@ from collections import Counter
 import pytest
 
 from tests.testweb import Page, html_page, redirect
-from transforms.config import load_config
-from transforms.fetcher import CONTENT, CRAWL_FETCH, Fetcher, FetcherSettings, queue_key
-from transforms.http import HttpSettings
-from transforms.policy.urls import UrlPolicy, host_of
-from transforms.records import crawl_datum
+from beamcrawl.transforms.config import load_config
+from beamcrawl.transforms.fetcher import CONTENT, CRAWL_FETCH, Fetcher, FetcherSettings, queue_key
+from beamcrawl.transforms.http import HttpSettings
+from beamcrawl.transforms.policy.urls import UrlPolicy, host_of
+from beamcrawl.transforms.records import crawl_datum
 
 NOW = 1795305600000
 ROBOTS_404 = {}

@@ -8,13 +8,13 @@ import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from pipelines.cli import main
+from beamcrawl.pipelines.cli import main
 from tests.conftest import read_db, read_parts, run_cli, write_db
-from transforms.generate import SelectForFetch
-from transforms.policy.generate import GenerateSettings
-from transforms.policy.urls import UrlPolicy, host_of
-from transforms.records import crawl_datum
-from transforms.runtime import counters_of
+from beamcrawl.transforms.generate import SelectForFetch
+from beamcrawl.transforms.policy.generate import GenerateSettings
+from beamcrawl.transforms.policy.urls import UrlPolicy, host_of
+from beamcrawl.transforms.records import crawl_datum
+from beamcrawl.transforms.runtime import counters_of
 
 DAY = 86400000
 NOW = 1795305600000      # 2026-11-22T00:00:00Z

@@ -2,10 +2,10 @@
 
 import pytest
 
-from transforms.policy.generate import (GenerateSettings, assign_segments, partition,
+from beamcrawl.transforms.policy.generate import (GenerateSettings, assign_segments, partition,
                                         scatter_key, segment_names, sort_key)
-from transforms.policy.schedule import should_fetch
-from transforms.records import crawl_datum
+from beamcrawl.transforms.policy.schedule import should_fetch
+from beamcrawl.transforms.records import crawl_datum
 
 DAY = 86400 * 1000
 MAX = 7776000          # db.fetch.interval.max, s
@@ -63,7 +63,7 @@ def test_checks_in_nutch_order(record, settings_kw, reason):
 
 
 def test_restrict_status_must_be_a_status_name():
-    from transforms.config import load_config
+    from beamcrawl.transforms.config import load_config
     with pytest.raises(ValueError, match='not a status name'):
         GenerateSettings.from_config(load_config(defines=['generate.restrict.status=fetched']))
 

@@ -12,13 +12,13 @@ import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from pipelines.cli import main
+from beamcrawl.pipelines.cli import main
 from tests.conftest import ROOT, read_db, run_cli, write_seeds
-from transforms.inject import Inject
-from transforms.policy.inject import InjectRules
-from transforms.policy.urls import UrlPolicy
-from transforms.records import crawl_datum
-from transforms.runtime import counters_of
+from beamcrawl.transforms.inject import Inject
+from beamcrawl.transforms.policy.inject import InjectRules
+from beamcrawl.transforms.policy.urls import UrlPolicy
+from beamcrawl.transforms.records import crawl_datum
+from beamcrawl.transforms.runtime import counters_of
 
 NOW = '2026-11-22T00:00:00Z'
 NOW_MS = 1795305600000
@@ -216,7 +216,7 @@ def test_sigkill_mid_inject_leaves_previous_crawldb_readable(tmp_path):
     env = dict(os.environ, PYTHONPATH=ROOT)
     survived = 0
     for delay in (0.5, 1.5, 3.0, 4.5):
-        proc = subprocess.Popen([sys.executable, '-m', 'pipelines.inject', crawl, big],
+        proc = subprocess.Popen([sys.executable, '-m', 'beamcrawl.pipelines.inject', crawl, big],
                                 cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
         time.sleep(delay)

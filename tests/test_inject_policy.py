@@ -2,9 +2,9 @@
 
 import pytest
 
-from transforms.policy.inject import (InjectRules, SeedError, SeedLine, injected_datum,
+from beamcrawl.transforms.policy.inject import (InjectRules, SeedError, SeedLine, injected_datum,
                                       merge_injected, parse_seed_line, pick_last)
-from transforms.records import crawl_datum
+from beamcrawl.transforms.records import crawl_datum
 
 RULES = InjectRules(score_injected=1.0, interval_default=2592000, overwrite=False, update=False,
                     purge_gone=False)

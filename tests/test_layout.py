@@ -4,9 +4,9 @@ import os
 
 import pytest
 
-from transforms import layout
-from transforms.errors import LockedError
-from transforms.layout import CrawlLayout
+from beamcrawl.transforms import layout
+from beamcrawl.transforms.errors import LockedError
+from beamcrawl.transforms.layout import CrawlLayout
 
 
 def _version(directory, text):

@@ -14,13 +14,13 @@ import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from pipelines.cli import main
+from beamcrawl.pipelines.cli import main
 from tests.conftest import ROOT, run_cli
-from transforms.dbio import iter_records, write_avro_file
-from transforms.layout import CrawlLayout
-from transforms.linkdb import InvertLinks, MergeInlinks
-from transforms.policy.linkdb import LinkRules, cap_inlinks, invert, truncate_anchor
-from transforms.records import (CRAWL_DATUM_SCHEMA, INLINKS_SCHEMA, PARSE_DATA_SCHEMA,
+from beamcrawl.transforms.dbio import iter_records, write_avro_file
+from beamcrawl.transforms.layout import CrawlLayout
+from beamcrawl.transforms.linkdb import InvertLinks, MergeInlinks
+from beamcrawl.transforms.policy.linkdb import LinkRules, cap_inlinks, invert, truncate_anchor
+from beamcrawl.transforms.records import (CRAWL_DATUM_SCHEMA, INLINKS_SCHEMA, PARSE_DATA_SCHEMA,
                                 inlinks, parse_data)
 
 RULES = LinkRules(ignore_internal=True, ignore_external=False, max_anchor_length=100,
@@ -151,7 +151,7 @@ def test_sigkill_during_invertlinks_keeps_previous_linkdb(tmp_path):
     before = _linkdb(crawl)
     env = dict(os.environ, PYTHONPATH=ROOT)
     for delay in (1.0, 2.0):
-        proc = subprocess.Popen([sys.executable, '-m', 'pipelines.linkdb', crawl], cwd=ROOT,
+        proc = subprocess.Popen([sys.executable, '-m', 'beamcrawl.pipelines.linkdb', crawl], cwd=ROOT,
                                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(delay)
         if proc.poll() is not None:

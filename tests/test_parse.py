@@ -7,13 +7,13 @@ import apache_beam as beam
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from pipelines.cli import main
+from beamcrawl.pipelines.cli import main
 from tests.conftest import read_parts, run_cli, write_seeds
-from transforms.config import load_config
-from transforms.parse import CRAWL_PARSE, PARSE_DATA, PARSE_TEXT, ParseContent, ParseSettings
-from transforms.policy.urls import UrlPolicy
-from transforms.records import content
-from transforms.runtime import counters_of
+from beamcrawl.transforms.config import load_config
+from beamcrawl.transforms.parse import CRAWL_PARSE, PARSE_DATA, PARSE_TEXT, ParseContent, ParseSettings
+from beamcrawl.transforms.policy.urls import UrlPolicy
+from beamcrawl.transforms.records import content
+from beamcrawl.transforms.runtime import counters_of
 
 NOW = '2026-11-22T00:00:00Z'
 PAGE = (b'<html><head><title>T</title><meta http-equiv="refresh" content="2;url=/moved">'

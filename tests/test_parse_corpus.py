@@ -6,9 +6,9 @@ import os
 import pytest
 import yaml
 
-from transforms.policy.html import parse_document
-from transforms.policy.outlinks import OutlinkRules, filter_outlinks
-from transforms.policy.urls import UrlPolicy
+from beamcrawl.transforms.policy.html import parse_document
+from beamcrawl.transforms.policy.outlinks import OutlinkRules, filter_outlinks
+from beamcrawl.transforms.policy.urls import UrlPolicy
 
 CORPUS = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'html_corpus')
 with open(os.path.join(CORPUS, 'expected.yaml'), encoding='utf-8') as f:

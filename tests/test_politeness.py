@@ -1,6 +1,6 @@
 """FetchQueues with a fake clock: readiness, delays, priority, back-off, blocking."""
 
-from transforms.policy.politeness import FetchQueues
+from beamcrawl.transforms.policy.politeness import FetchQueues
 
 
 def queues(**kw):

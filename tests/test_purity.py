@@ -10,7 +10,7 @@ POLICY_DIR = os.path.join(ROOT, 'transforms', 'policy')
 
 
 def test_policy_modules_do_not_import_beam():
-    modules = [f'transforms.policy.{n[:-3]}' for n in sorted(os.listdir(POLICY_DIR))
+    modules = [f'beamcrawl.transforms.policy.{n[:-3]}' for n in sorted(os.listdir(POLICY_DIR))
                if n.endswith('.py') and n != '__init__.py']
     assert modules
     code = ('import sys\n'

@@ -3,12 +3,12 @@ MimeAdaptive, gone/retry/forceRefetch."""
 
 import pytest
 
-from transforms.config import load_config
-from transforms.policy.schedule import (STATE_MODIFIED, STATE_NOTMODIFIED, STATE_UNKNOWN,
+from beamcrawl.transforms.config import load_config
+from beamcrawl.transforms.policy.schedule import (STATE_MODIFIED, STATE_NOTMODIFIED, STATE_UNKNOWN,
                                         AdaptiveFetchSchedule, DefaultFetchSchedule,
                                         MimeAdaptiveFetchSchedule, parse_host_intervals,
                                         parse_mime_rates, schedule_from_config)
-from transforms.records import crawl_datum
+from beamcrawl.transforms.records import crawl_datum
 
 DAY = 86400
 MS = 1000

@@ -4,7 +4,7 @@ import hashlib
 
 import pytest
 
-from transforms.policy.signature import (md5_signature, signature, signature_kind,
+from beamcrawl.transforms.policy.signature import (md5_signature, signature, signature_kind,
                                          text_md5_signature, text_profile_signature)
 
 

@@ -11,14 +11,14 @@ import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from pipelines.cli import main
+from beamcrawl.pipelines.cli import main
 from tests.conftest import ROOT, read_db, run_cli, write_db, write_seeds
 from tests.testweb import Page
-from transforms.dbio import write_avro_file
-from transforms.policy.urls import UrlPolicy
-from transforms.records import CRAWL_DATUM_SCHEMA, crawl_datum
-from transforms.updatedb import UpdateCrawlDb
-from pipelines.updatedb import update_rules
+from beamcrawl.transforms.dbio import write_avro_file
+from beamcrawl.transforms.policy.urls import UrlPolicy
+from beamcrawl.transforms.records import CRAWL_DATUM_SCHEMA, crawl_datum
+from beamcrawl.transforms.updatedb import UpdateCrawlDb
+from beamcrawl.pipelines.updatedb import update_rules
 
 DAY = 86400000
 NOW = 1795305600000
@@ -117,7 +117,7 @@ def test_sigkill_during_updatedb_keeps_previous_crawldb(tmp_path):
     before = read_db(crawl)
     env = dict(os.environ, PYTHONPATH=ROOT)
     for delay in (1.0, 2.5):
-        proc = subprocess.Popen([sys.executable, '-m', 'pipelines.updatedb', crawl],
+        proc = subprocess.Popen([sys.executable, '-m', 'beamcrawl.pipelines.updatedb', crawl],
                                 cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
         time.sleep(delay)

@@ -3,11 +3,11 @@ class and 0/1/2 inlinks, then retries, signatures, forceRefetch, notfetching, sc
 
 import pytest
 
-from transforms.policy.schedule import (AdaptiveFetchSchedule, DefaultFetchSchedule,
+from beamcrawl.transforms.policy.schedule import (AdaptiveFetchSchedule, DefaultFetchSchedule,
                                         MimeAdaptiveFetchSchedule)
-from transforms.policy.scoring import OpicScoring
-from transforms.policy.updatedb import UpdateRules, merge_url, top_links
-from transforms.records import crawl_datum
+from beamcrawl.transforms.policy.scoring import OpicScoring
+from beamcrawl.transforms.policy.updatedb import UpdateRules, merge_url, top_links
+from beamcrawl.transforms.records import crawl_datum
 
 URL = 'http://www.a.test/page'
 DAY = 86400000

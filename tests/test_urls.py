@@ -5,7 +5,7 @@ import pickle
 
 import pytest
 
-from transforms.policy.urls import (BasicNormalizer, DomainHelper, MalformedUrl, RegexFilter,
+from beamcrawl.transforms.policy.urls import (BasicNormalizer, DomainHelper, MalformedUrl, RegexFilter,
                                     RegexNormalizer, RuleError, UrlPolicy, host_of)
 
 F = 'http://foo.com'

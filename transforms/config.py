@@ -14,7 +14,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 import yaml
 from apache_beam.io.filesystems import FileSystems
 
-from transforms.errors import ConfigError
+from beamcrawl.transforms.errors import ConfigError
 
 __all__ = ['Config', 'KeySpec', 'load_config', 'load_specs', 'bundled_conf_dir']
 
@@ -29,7 +29,7 @@ def bundled_conf_dir() -> str:
     if os.path.isfile(os.path.join(here, 'crawler-default.yaml')):
         return here
     import importlib.resources  # installed without the source tree: conf/ is package data
-    return str(importlib.resources.files('beamcrawl_conf'))
+    return str(importlib.resources.files('beamcrawl.conf'))
 
 
 @dataclasses.dataclass(frozen=True)

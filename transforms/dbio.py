@@ -14,9 +14,9 @@ from apache_beam.utils.windowed_value import WindowedValue
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from transforms import layout
-from transforms.errors import InputError
-from transforms.records import complete_datum
+from beamcrawl.transforms import layout
+from beamcrawl.transforms.errors import InputError
+from beamcrawl.transforms.records import complete_datum
 
 __all__ = ['check_avro_files', 'ReadParts', 'ReadCrawlDb', 'WriteParts', 'db_update',
            'iter_records', 'count_records', 'write_avro_file']

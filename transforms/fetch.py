@@ -12,11 +12,11 @@ from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
-from transforms import metrics
-from transforms.fetcher import CONTENT, CRAWL_FETCH, Fetcher, FetcherSettings, queue_key
-from transforms.http import HttpSettings
-from transforms.policy.generate import partition
-from transforms.policy.urls import UrlPolicy, scheme_host
+from beamcrawl.transforms import metrics
+from beamcrawl.transforms.fetcher import CONTENT, CRAWL_FETCH, Fetcher, FetcherSettings, queue_key
+from beamcrawl.transforms.http import HttpSettings
+from beamcrawl.transforms.policy.generate import partition
+from beamcrawl.transforms.policy.urls import UrlPolicy, scheme_host
 
 __all__ = ['FetchSegment', 'CRAWL_FETCH', 'CONTENT']
 

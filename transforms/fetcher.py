@@ -17,13 +17,13 @@ import time
 import urllib.parse
 from typing import Dict, List, Optional, Tuple
 
-from transforms.http import HttpClient, HttpSettings
-from transforms.policy.politeness import FetchQueues
-from transforms.policy.protocol import CONTENT_KEPT, fetch_status, protocol_status
-from transforms.policy.scoring import CRAWL_SCORE_KEY
-from transforms.policy.robots import RobotsRules, agent_names, robots_url, rules_from_response
-from transforms.policy.urls import UrlPolicy, choose_repr, scheme_host
-from transforms.records import content as content_record, crawl_datum
+from beamcrawl.transforms.http import HttpClient, HttpSettings
+from beamcrawl.transforms.policy.politeness import FetchQueues
+from beamcrawl.transforms.policy.protocol import CONTENT_KEPT, fetch_status, protocol_status
+from beamcrawl.transforms.policy.scoring import CRAWL_SCORE_KEY
+from beamcrawl.transforms.policy.robots import RobotsRules, agent_names, robots_url, rules_from_response
+from beamcrawl.transforms.policy.urls import UrlPolicy, choose_repr, scheme_host
+from beamcrawl.transforms.records import content as content_record, crawl_datum
 
 __all__ = ['FetcherSettings', 'Fetcher', 'queue_key', 'CRAWL_FETCH', 'CONTENT']
 

@@ -18,12 +18,12 @@ from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
-from transforms import metrics
-from transforms.dbio import write_avro_file
-from transforms.policy.generate import (GenerateSettings, assign_segments,
+from beamcrawl.transforms import metrics
+from beamcrawl.transforms.dbio import write_avro_file
+from beamcrawl.transforms.policy.generate import (GenerateSettings, assign_segments,
                                         partition, scatter_key, sort_key)
-from transforms.policy.urls import UrlPolicy, host_of, scheme_host
-from transforms.records import CRAWL_DATUM_SCHEMA, METADATA_GENERATE_TIME
+from beamcrawl.transforms.policy.urls import UrlPolicy, host_of, scheme_host
+from beamcrawl.transforms.records import CRAWL_DATUM_SCHEMA, METADATA_GENERATE_TIME
 
 __all__ = ['SelectForFetch', 'WriteFetchLists', 'MarkGenerated', 'publish_fetch_lists',
            'PART_MODES']
@@ -314,7 +314,7 @@ def publish_fetch_lists(crawl, names, num_parts: int):
     """Driver side, after the pipeline: each segment that received records gets its missing
     (empty) parts and its crawl_generate published; a segment that received none is removed.
     Returns the paths of the segments made."""
-    from transforms import layout   # driver-only helpers
+    from beamcrawl.transforms import layout   # driver-only helpers
     made = []
     for name in names:
         tmp = crawl.part_tmp_dir(name, 'crawl_generate')

@@ -8,11 +8,11 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.io.localfilesystem import LocalFileSystem
 
-from transforms import metrics
-from transforms.errors import InputError
-from transforms.policy.inject import (InjectRules, SeedError, injected_datum, merge_injected,
+from beamcrawl.transforms import metrics
+from beamcrawl.transforms.errors import InputError
+from beamcrawl.transforms.policy.inject import (InjectRules, SeedError, injected_datum, merge_injected,
                                       parse_seed_line, pick_last)
-from transforms.policy.urls import UrlPolicy
+from beamcrawl.transforms.policy.urls import UrlPolicy
 
 __all__ = ['seed_files', 'Inject']
 

@@ -24,7 +24,7 @@ from apache_beam.io.filesystem import BeamIOError
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.io.localfilesystem import LocalFileSystem
 
-from transforms.errors import InputError, LockedError
+from beamcrawl.transforms.errors import InputError, LockedError
 
 __all__ = ['CrawlLayout', 'DbLayout', 'DbLock', 'PART_GLOB', 'exists', 'list_files',
            'delete', 'mkdirs', 'rename']

@@ -9,12 +9,12 @@ from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
-from transforms import metrics
-from transforms.dbio import iter_records, write_avro_file
-from transforms.policy.generate import partition
-from transforms.policy.linkdb import LinkRules, cap_inlinks, invert
-from transforms.policy.urls import UrlPolicy
-from transforms.records import INLINKS_SCHEMA, inlink_pairs, inlinks as inlinks_record
+from beamcrawl.transforms import metrics
+from beamcrawl.transforms.dbio import iter_records, write_avro_file
+from beamcrawl.transforms.policy.generate import partition
+from beamcrawl.transforms.policy.linkdb import LinkRules, cap_inlinks, invert
+from beamcrawl.transforms.policy.urls import UrlPolicy
+from beamcrawl.transforms.records import INLINKS_SCHEMA, inlink_pairs, inlinks as inlinks_record
 
 __all__ = ['InvertLinks', 'MergeInlinks', 'InlinksCombineFn', 'UpdateLinkDb', 'PARTITIONS_NOTE']
 

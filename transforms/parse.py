@@ -13,16 +13,16 @@ from typing import Optional, Tuple
 
 import apache_beam as beam
 
-from transforms import layout, metrics
-from transforms.dbio import WriteParts
-from transforms.errors import UserError
-from transforms.policy.html import Parse, parse_document
-from transforms.policy.outlinks import OutlinkRules, filter_outlinks
-from transforms.policy.robots import agent_names
-from transforms.policy.scoring import CRAWL_SCORE_KEY, OpicScoring
-from transforms.policy.signature import signature, signature_kind
-from transforms.policy.urls import UrlPolicy, choose_repr
-from transforms.records import SCHEMAS, crawl_datum, parse_data, parse_text
+from beamcrawl.transforms import layout, metrics
+from beamcrawl.transforms.dbio import WriteParts
+from beamcrawl.transforms.errors import UserError
+from beamcrawl.transforms.policy.html import Parse, parse_document
+from beamcrawl.transforms.policy.outlinks import OutlinkRules, filter_outlinks
+from beamcrawl.transforms.policy.robots import agent_names
+from beamcrawl.transforms.policy.scoring import CRAWL_SCORE_KEY, OpicScoring
+from beamcrawl.transforms.policy.signature import signature, signature_kind
+from beamcrawl.transforms.policy.urls import UrlPolicy, choose_repr
+from beamcrawl.transforms.records import SCHEMAS, crawl_datum, parse_data, parse_text
 
 __all__ = ['ParseSettings', 'ParseContent', 'PARSE_TEXT', 'PARSE_DATA', 'CRAWL_PARSE',
            'parse_settings', 'write_parse_outputs', 'publish_parse_outputs']

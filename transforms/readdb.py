@@ -10,9 +10,9 @@ from typing import Iterable, List, Optional, Sequence
 import apache_beam as beam
 from apache_beam.transforms.stats import ApproximateQuantiles
 
-from transforms.policy.urls import MalformedUrl
-from transforms.records import STATUS_CODES
-from transforms.runtime import format_time
+from beamcrawl.transforms.policy.urls import MalformedUrl
+from beamcrawl.transforms.records import STATUS_CODES
+from beamcrawl.transforms.runtime import format_time
 
 __all__ = ['CrawlDbStats', 'FilterRecords', 'DumpLines', 'TopScores', 'format_stats',
            'format_datum', 'json_record', 'CSV_HEADER']

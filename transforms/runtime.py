@@ -17,8 +17,8 @@ import apache_beam as beam
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options import pipeline_options as po
 
-from transforms.errors import UserError
-from transforms.metrics import NAMESPACE
+from beamcrawl.transforms.errors import UserError
+from beamcrawl.transforms.metrics import NAMESPACE
 
 __all__ = ['parse_now', 'format_time', 'split_beam_args', 'make_pipeline', 'run_pipeline',
            'counters_of']

@@ -7,10 +7,10 @@ normalized and filtered (Nutch's map phase), grouped by URL and merged by the pu
 
 import apache_beam as beam
 
-from transforms import metrics
-from transforms.policy.updatedb import UpdateRules, merge_url
-from transforms.policy.urls import UrlPolicy
-from transforms.records import DB_STATUSES, FETCH_STATUSES, pack_datum, unpack_datum
+from beamcrawl.transforms import metrics
+from beamcrawl.transforms.policy.updatedb import UpdateRules, merge_url
+from beamcrawl.transforms.policy.urls import UrlPolicy
+from beamcrawl.transforms.records import DB_STATUSES, FETCH_STATUSES, pack_datum, unpack_datum
 
 __all__ = ['UpdateCrawlDb', 'tag_segment_record']
 

@@ -7,7 +7,7 @@ from typing import Sequence
 
 import tldextract
 
-from transforms.policy.urlparts import MalformedUrl, host_of, split_url
+from beamcrawl.transforms.policy.urlparts import MalformedUrl, host_of, split_url
 
 __all__ = ['DomainHelper', 'choose_repr']
 

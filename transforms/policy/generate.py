@@ -20,9 +20,9 @@ import datetime
 import zlib
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
-from transforms.policy.schedule import should_fetch
-from transforms.policy.scoring import OpicScoring
-from transforms.records import METADATA_GENERATE_TIME, STATUS_CODES
+from beamcrawl.transforms.policy.schedule import should_fetch
+from beamcrawl.transforms.policy.scoring import OpicScoring
+from beamcrawl.transforms.records import METADATA_GENERATE_TIME, STATUS_CODES
 
 __all__ = ['GenerateSettings', 'sort_key', 'assign_segments', 'Assignment', 'partition',
            'scatter_key', 'segment_names', 'REJECT_REASONS']

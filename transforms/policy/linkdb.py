@@ -10,7 +10,7 @@ keeps whatever arrived first).
 import dataclasses
 from typing import Iterable, Iterator, List, Optional, Tuple
 
-from transforms.policy.urls import UrlPolicy, scheme_host
+from beamcrawl.transforms.policy.urls import UrlPolicy, scheme_host
 
 __all__ = ['LinkRules', 'invert', 'cap_inlinks', 'truncate_anchor']
 

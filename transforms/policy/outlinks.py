@@ -8,7 +8,7 @@ use up the quota twice (and does not get two linked records).
 import dataclasses
 from typing import List, Sequence, Tuple
 
-from transforms.policy.urls import MalformedUrl, UrlPolicy, host_of
+from beamcrawl.transforms.policy.urls import MalformedUrl, UrlPolicy, host_of
 
 __all__ = ['OutlinkRules', 'filter_outlinks']
 

@@ -143,7 +143,7 @@ class AdaptiveFetchSchedule(FetchSchedule):
     def _bounds(self, record: dict) -> Tuple[float, float]:
         lo, hi = self.min_interval, self.max_interval_s
         if self.host_intervals:
-            from transforms.policy.urls import host_of  # pure; only needed with host intervals
+            from beamcrawl.transforms.policy.urls import host_of  # pure; only needed with host intervals
             custom = self.host_intervals.get(host_of(record['url']))
             if custom:
                 lo = f32(custom[0]) if custom[0] is not None else lo

@@ -7,9 +7,9 @@ fetch it; each fetch tells the schedule whether the page had changed since the p
 import dataclasses
 from typing import Callable, List, Optional
 
-from transforms.policy.schedule import (MS_PER_S, STATE_MODIFIED, STATE_NOTMODIFIED,
+from beamcrawl.transforms.policy.schedule import (MS_PER_S, STATE_MODIFIED, STATE_NOTMODIFIED,
                                         FetchSchedule)
-from transforms.records import crawl_datum
+from beamcrawl.transforms.records import crawl_datum
 
 __all__ = ['SimResult', 'simulate']
 

@@ -18,9 +18,9 @@ Nutch's CrawlDbReducer with these deliberate decisions:
 import dataclasses
 from typing import List, Optional, Sequence, Tuple
 
-from transforms.policy.schedule import (STATE_MODIFIED, STATE_NOTMODIFIED, STATE_UNKNOWN,
+from beamcrawl.transforms.policy.schedule import (STATE_MODIFIED, STATE_NOTMODIFIED, STATE_UNKNOWN,
                                         FetchSchedule)
-from transforms.records import METADATA_GENERATE_TIME, STATUS_CODES
+from beamcrawl.transforms.records import METADATA_GENERATE_TIME, STATUS_CODES
 
 __all__ = ['UpdateRules', 'merge_url', 'pick_fetch', 'top_links']
 

@@ -11,8 +11,8 @@ import urllib.parse
 import xml.etree.ElementTree as ET
 from typing import List, Mapping, Optional, Sequence, Tuple
 
-from transforms.policy.domains import DomainHelper, choose_repr  # re-exported
-from transforms.policy.urlparts import MalformedUrl, host_of, scheme_host, split_url  # re-exported
+from beamcrawl.transforms.policy.domains import DomainHelper, choose_repr  # re-exported
+from beamcrawl.transforms.policy.urlparts import MalformedUrl, host_of, scheme_host, split_url  # re-exported
 
 
 __all__ = ['MalformedUrl', 'RuleError', 'BasicNormalizer', 'RegexNormalizer', 'RegexFilter',

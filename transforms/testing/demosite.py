@@ -3,7 +3,7 @@ a Crawl-delay, redirects, a page that changes on every visit, broken and gone li
 
 import itertools
 
-from transforms.localweb import Page, html_page, redirect
+from beamcrawl.transforms.testing.web import Page, html_page, redirect
 
 __all__ = ['demo_sites', 'DEMO_SEEDS']
 
