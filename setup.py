@@ -6,15 +6,25 @@ beamcrawl.conf), so nothing else is put into site-packages. `beamcrawl` itself i
 package: it has no module of its own.
 """
 
+import os
+
 from setuptools import setup
 
-PACKAGES = {
-    'beamcrawl.pipelines': 'pipelines',
-    'beamcrawl.transforms': 'transforms',
-    'beamcrawl.transforms.policy': 'transforms/policy',
-    'beamcrawl.transforms.testing': 'transforms/testing',
-    'beamcrawl.conf': 'conf',                  # defaults and rule files, as package data
-}
+FOLDERS = {'pipelines': 'beamcrawl.pipelines', 'transforms': 'beamcrawl.transforms',
+           'conf': 'beamcrawl.conf'}       # conf/: defaults and rule files, as package data
+
+
+def packages():
+    """{package: folder} for every folder with an __init__.py under the mapped folders."""
+    found = {}
+    for folder, package in FOLDERS.items():
+        for directory, _, files in os.walk(folder):
+            if '__init__.py' in files and '__pycache__' not in directory:
+                found[package + directory[len(folder):].replace(os.sep, '.')] = directory
+    return found
+
+
+PACKAGES = packages()
 
 setup(
     name='beamcrawl',

@@ -49,7 +49,6 @@ def run_command(name: str, argv: List[str]) -> int:
     setup_logging()
     from beamcrawl.transforms.config import load_config  # after logging: Beam logs while importing
     from beamcrawl.transforms.errors import UserError
-    from beamcrawl.transforms.policy.urls import RuleError
     from beamcrawl.transforms.runtime import parse_now, split_beam_args
     module = importlib.import_module(COMMANDS[name])
     prog = f'beamcrawl {name}'
@@ -70,9 +69,6 @@ def run_command(name: str, argv: List[str]) -> int:
     except UserError as e:
         print(f'{prog}: {e}', file=sys.stderr)
         return e.exit_code
-    except RuleError as e:
-        print(f'{prog}: rule file error: {e}', file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         print(f'{prog}: interrupted', file=sys.stderr)
         return 130

@@ -10,16 +10,13 @@ import sys
 import apache_beam as beam
 
 from beamcrawl.pipelines.cli import run_command
-from beamcrawl.transforms import layout
+from beamcrawl.transforms import settings
 from beamcrawl.transforms.dbio import ReadParts, WriteParts
 from beamcrawl.transforms.errors import UserError
-from beamcrawl.transforms.fetch import CONTENT, CRAWL_FETCH, FetchSegment
-from beamcrawl.transforms.fetcher import FetcherSettings
-from beamcrawl.transforms.http import HttpSettings
-from beamcrawl.transforms.layout import CrawlLayout
-from beamcrawl.transforms.policy.urls import UrlPolicy
-from beamcrawl.transforms.parse import (ParseContent, parse_settings, publish_parse_outputs,
-                              write_parse_outputs)
+from beamcrawl.transforms.fetch import FetchSegment
+from beamcrawl.transforms.layout import (CONTENT, CRAWL_FETCH, CRAWL_GENERATE, FETCH_PARTS,
+                                         PARSE_PARTS, CrawlLayout)
+from beamcrawl.transforms.parse import ParseContent, write_parse_outputs
 from beamcrawl.transforms.records import CONTENT_SCHEMA, CRAWL_DATUM_SCHEMA, complete_datum
 from beamcrawl.transforms.runtime import make_pipeline, run_pipeline
 
@@ -39,40 +36,32 @@ def run(args, cfg, now, beam_args):
     if args.threads is not None and args.threads < 1:
         raise UserError(f'--threads {args.threads}: expected at least 1')
     crawl = CrawlLayout(args.crawl_dir)
-    segment = crawl.pick_segment(args.segment, CRAWL_FETCH, 'crawl_generate')
-    settings = FetcherSettings.from_config(cfg, args.threads)
+    segment = crawl.pick_segment(args.segment, CRAWL_FETCH, CRAWL_GENERATE)
+    fetcher = settings.fetcher_settings(cfg, args.threads)
+    policy = settings.url_policy(cfg)
     parsing = cfg['fetcher.parse']
-    parse = parse_settings(cfg) if parsing else None
-    generate_files = crawl.part_files(segment, 'crawl_generate')
-    tmp = {part: crawl.part_tmp_dir(segment, part) for part in (CRAWL_FETCH, CONTENT)}
-    for path in tmp.values():
-        layout.delete(path)                   # left by a killed run
-    policy = UrlPolicy.from_config(cfg)
-    p = make_pipeline(beam_args)
-    out = (p
-           | 'ReadFetchList' >> ReadParts(generate_files)
-           | 'Complete' >> beam.Map(complete_datum)
-           | 'Fetch' >> FetchSegment(settings=settings,
-                                     http=HttpSettings.from_config(cfg, settings.threads),
-                                     policy=policy, now=now,
-                                     slots=len(generate_files)))
-    _ = out[CRAWL_FETCH] | 'WriteCrawlFetch' >> WriteParts(tmp[CRAWL_FETCH], CRAWL_DATUM_SCHEMA)
-    if settings.store_content:
-        _ = out[CONTENT] | 'WriteContent' >> WriteParts(tmp[CONTENT], CONTENT_SCHEMA)
-    if parsing:      # the parse stage's transform, on the content as it is fetched
-        parsed = out[CONTENT] | 'ParseContent' >> ParseContent(settings=parse, policy=policy,
-                                                               now=now)
-        tmp.update(write_parse_outputs(crawl, segment, parsed))
-    try:
+    parse = settings.parse_settings(cfg) if parsing else None
+    generate_files = crawl.part_files(segment, CRAWL_GENERATE)
+    parts = FETCH_PARTS if fetcher.store_content else (CRAWL_FETCH,)
+    if parsing:      # parse parts before crawl_fetch, the marker of "fetched"
+        parts = parts[:-1] + PARSE_PARTS + parts[-1:]
+    with crawl.segment_update(segment, parts, 'fetch') as update:
+        p = make_pipeline(beam_args)
+        out = (p
+               | 'ReadFetchList' >> ReadParts(generate_files)
+               | 'Complete' >> beam.Map(complete_datum)
+               | 'Fetch' >> FetchSegment(settings=fetcher,
+                                         http=settings.http_settings(cfg, fetcher.threads),
+                                         policy=policy, now=now, slots=len(generate_files)))
+        _ = out[CRAWL_FETCH] | 'WriteCrawlFetch' >> WriteParts(update.tmp[CRAWL_FETCH],
+                                                               CRAWL_DATUM_SCHEMA)
+        if fetcher.store_content:
+            _ = out[CONTENT] | 'WriteContent' >> WriteParts(update.tmp[CONTENT], CONTENT_SCHEMA)
+        if parsing:      # the parse stage's transform, on the content as it is fetched
+            parsed = out[CONTENT] | 'ParseContent' >> ParseContent(settings=parse, policy=policy,
+                                                                   now=now)
+            write_parse_outputs(parsed, update)
         counters = run_pipeline(p, f'fetch {segment}')
-        if settings.store_content:
-            crawl.publish_part(segment, CONTENT)
-        if parsing:
-            publish_parse_outputs(crawl, segment)
-        crawl.publish_part(segment, CRAWL_FETCH)     # last: marks the segment fetched
-    finally:
-        for path in tmp.values():
-            layout.delete(path)
     statuses = {k.split('.', 2)[2]: v for k, v in counters.items()
                 if k.startswith('fetch.status.')}
     print(f'fetched {crawl.segment(segment)}: ' +

@@ -5,22 +5,22 @@ beamcrawl generate CRAWL_DIR [--top-n N] [--num-fetchers K] [--max-num-segments 
 Prints each new segment's path; exits 1 when nothing is due (no segment is made).
 """
 
+import contextlib
 import logging
 import sys
 
 from beamcrawl.pipelines.cli import run_command
-from beamcrawl.transforms import layout
+from beamcrawl.transforms import settings
 from beamcrawl.transforms.dbio import ReadCrawlDb, WriteParts
 from beamcrawl.transforms.errors import UserError
-from beamcrawl.transforms.generate import MarkGenerated, SelectForFetch, WriteFetchLists, publish_fetch_lists
-from beamcrawl.transforms.layout import CrawlLayout
-from beamcrawl.transforms.policy.generate import GenerateSettings, segment_names
-from beamcrawl.transforms.policy.urls import UrlPolicy
+from beamcrawl.transforms.generate import (MarkGenerated, SelectForFetch, WriteFetchLists,
+                                           complete_fetch_lists)
+from beamcrawl.transforms.layout import CRAWL_GENERATE, CrawlLayout
+from beamcrawl.transforms.policy.generate import segment_names
 from beamcrawl.transforms.records import CRAWL_DATUM_SCHEMA
 from beamcrawl.transforms.runtime import make_pipeline, run_pipeline
 
 log = logging.getLogger('beamcrawl')
-
 
 def _positive(text):
     if not text.isdigit() or int(text) < 1:
@@ -44,42 +44,33 @@ def run(args, cfg, now, beam_args):
     crawl = CrawlLayout(args.crawl_dir)
     if crawl.crawldb.readable_dir() is None:
         raise UserError(f'{crawl.crawldb.current}: no crawldb (run inject first)')
-    policy = UrlPolicy.from_config(cfg)
-    try:
-        settings = GenerateSettings.from_config(cfg)
-    except ValueError as e:
-        raise UserError(str(e)) from None
+    policy = settings.url_policy(cfg)
+    select = settings.generate_settings(cfg)
     update = cfg['generate.update.crawldb']
-    with crawl.crawldb.lock('generate'):
-        crawl.crawldb.recover()
+    # The crawldb lock is held throughout (no updatedb may change it meanwhile); a new version
+    # marking the selected URLs is installed only with generate.update.crawldb.
+    with crawl.crawldb.update(keep_backup=cfg['db.preserve.backup'], command='generate') as db, \
+            contextlib.ExitStack() as stack:
         names = segment_names(crawl.segment_names(), now, max_segments)
-        part_dirs = {i + 1: crawl.part_tmp_dir(n, 'crawl_generate') for i, n in enumerate(names)}
-        new_db = crawl.crawldb.new_version_dir() if update else None
+        segments = [stack.enter_context(crawl.segment_update(n, (CRAWL_GENERATE,), 'generate'))
+                    for n in names]
         p = make_pipeline(beam_args)
-        db = p | 'ReadCrawlDb' >> ReadCrawlDb(crawl.crawldb)
-        selected = db | 'SelectForFetch' >> SelectForFetch(
-            settings=settings, policy=policy, now=now, top_n=top_n,
+        records = p | 'ReadCrawlDb' >> ReadCrawlDb(crawl.crawldb)
+        selected = records | 'SelectForFetch' >> SelectForFetch(
+            settings=select, policy=policy, now=now, top_n=top_n,
             max_count=cfg['generate.max.count'], count_mode=cfg['generate.count.mode'],
             max_segments=max_segments, filter_urls=cfg['generate.filter'] and not args.no_filter)
         _ = selected | 'WriteFetchLists' >> WriteFetchLists(
-            part_dirs=part_dirs, num_parts=num_parts, mode=cfg['partition.url.mode'],
-            policy=policy)
+            part_dirs={i + 1: s.tmp[CRAWL_GENERATE] for i, s in enumerate(segments)},
+            num_parts=num_parts, mode=cfg['partition.url.mode'], policy=policy)
         if update:
-            _ = (db | 'MarkGenerated' >> MarkGenerated(selected=selected, now=now)
-                 | 'WriteCrawlDb' >> WriteParts(new_db, CRAWL_DATUM_SCHEMA))
-        try:
-            counters = run_pipeline(p, 'generate')
-            made = publish_fetch_lists(crawl, names, num_parts)
-            if update and made:
-                crawl.crawldb.install(new_db, keep_backup=cfg['db.preserve.backup'])
-        except BaseException:
-            for name in names:
-                if not crawl.has_part(name, 'crawl_generate'):
-                    layout.delete(crawl.segment(name))
-            raise
-        finally:
-            if new_db:
-                layout.delete(new_db)     # gone already when installed
+            _ = (records | 'MarkGenerated' >> MarkGenerated(selected=selected, now=now)
+                 | 'WriteCrawlDb' >> WriteParts(db.dir, CRAWL_DATUM_SCHEMA))
+        counters = run_pipeline(p, 'generate')
+        complete_fetch_lists(segments, num_parts)
+        made = [crawl.segment(s.segment) for s in segments if not s.abandoned]
+        if not (update and made):
+            db.discard()
     for path in made:
         print(path)
     log.info('generate: %d selected of %d due into %d segment(s)',
@@ -88,7 +79,6 @@ def run(args, cfg, now, beam_args):
         log.info('generate: 0 records selected, no segment made')
         return 1
     return 0
-
 
 if __name__ == '__main__':
     sys.exit(run_command('generate', sys.argv[1:]))

@@ -7,11 +7,10 @@ beamcrawl inject CRAWL_DIR SEEDS [--overwrite | --update] [--no-filter] [--no-no
 import sys
 
 from beamcrawl.pipelines.cli import run_command
-from beamcrawl.transforms.dbio import ReadCrawlDb, WriteParts, db_update
+from beamcrawl.transforms import settings
+from beamcrawl.transforms.dbio import ReadCrawlDb, WriteParts
 from beamcrawl.transforms.inject import Inject, seed_files
 from beamcrawl.transforms.layout import CrawlLayout
-from beamcrawl.transforms.policy.inject import InjectRules
-from beamcrawl.transforms.policy.urls import UrlPolicy
 from beamcrawl.transforms.records import CRAWL_DATUM_SCHEMA
 from beamcrawl.transforms.runtime import make_pipeline, run_pipeline
 from beamcrawl.transforms import metrics
@@ -34,17 +33,16 @@ def add_arguments(parser):
 def run(args, cfg, now, beam_args):
     crawl = CrawlLayout(args.crawl_dir)
     paths = seed_files(args.seeds)
-    policy = UrlPolicy.from_config(cfg)
-    rules = InjectRules.from_config(cfg, overwrite=args.overwrite, update=args.update)
-    with db_update(crawl.crawldb, keep_backup=cfg['db.preserve.backup'],
-                   command='inject') as new_dir:
+    policy = settings.url_policy(cfg)
+    rules = settings.inject_rules(cfg, overwrite=args.overwrite, update=args.update)
+    with crawl.crawldb.update(keep_backup=cfg['db.preserve.backup'], command='inject') as new:
         p = make_pipeline(beam_args)
         _ = (p
              | 'ReadCrawlDb' >> ReadCrawlDb(crawl.crawldb)
              | 'Inject' >> Inject(seed_paths=paths, policy=policy, rules=rules, now=now,
                                   normalize=not args.no_normalize, filter_urls=not args.no_filter,
                                   filter_normalize_all=args.filter_normalize_all)
-             | 'WriteCrawlDb' >> WriteParts(new_dir, CRAWL_DATUM_SCHEMA))
+             | 'WriteCrawlDb' >> WriteParts(new.dir, CRAWL_DATUM_SCHEMA))
         counters = run_pipeline(p, 'inject')
     c = lambda name: counters.get(name, 0)  # noqa: E731
     print(f'inject: {c(metrics.INJECT_INJECTED)} injected, {c(metrics.INJECT_NEW)} new, '

@@ -9,12 +9,10 @@ import logging
 import sys
 
 from beamcrawl.pipelines.cli import run_command
-from beamcrawl.transforms.dbio import ReadParts, db_update
-from beamcrawl.transforms.errors import UserError
+from beamcrawl.transforms import layout, settings
+from beamcrawl.transforms.dbio import ReadParts
 from beamcrawl.transforms.layout import CrawlLayout
 from beamcrawl.transforms.linkdb import PARTITIONS_NOTE, UpdateLinkDb
-from beamcrawl.transforms.policy.linkdb import LinkRules
-from beamcrawl.transforms.policy.urls import UrlPolicy
 from beamcrawl.transforms.runtime import make_pipeline, run_pipeline
 
 log = logging.getLogger('beamcrawl')
@@ -29,20 +27,16 @@ def add_arguments(parser):
 
 
 def run(args, cfg, now, beam_args):
-    try:
-        rules = LinkRules.from_config(cfg)
-    except ValueError as e:
-        raise UserError(str(e)) from None
+    rules = settings.link_rules(cfg)
     crawl = CrawlLayout(args.crawl_dir)
-    names, _ = crawl.segments_to_apply(crawl.linkdb, args.segments, 'crawl_parse')
+    names, _ = crawl.segments_to_apply(crawl.linkdb, args.segments, layout.CRAWL_PARSE)
     if not names:
         print('invertlinks: nothing to do (every parsed segment is inverted already)',
               file=sys.stderr)
         return 1
     normalize = cfg['linkdb.url.normalizers'] or args.normalize
     filter_urls = cfg['linkdb.url.filters'] or args.filter
-    with db_update(crawl.linkdb, keep_backup=cfg['db.preserve.backup'],
-                   command='invertlinks') as new_dir:
+    with crawl.linkdb.update(keep_backup=cfg['db.preserve.backup'], command='invertlinks') as new:
         inverted = crawl.linkdb.applied_segments()
         partitions = cfg['linkdb.partitions']
         old_files = crawl.linkdb.part_files()
@@ -50,17 +44,17 @@ def run(args, cfg, now, beam_args):
         p = make_pipeline(beam_args)
         _ = (p
              | 'ReadParseData' >> ReadParts(
-                 [f for n in names for f in crawl.part_files(n, 'parse_data')])
+                 [f for n in names for f in crawl.part_files(n, layout.PARSE_DATA)])
              | 'UpdateLinkDb' >> UpdateLinkDb(
-                 rules=rules, policy=UrlPolicy.from_config(cfg), normalize=normalize,
+                 rules=rules, policy=settings.url_policy(cfg), normalize=normalize,
                  filter_urls=filter_urls, partitions=partitions,
                  old_parts={i: f for i, f in enumerate(old_files)} if same_layout else {},
                  old_records=(None if same_layout or not old_files else
                               p | 'ReadOldLinkDb' >> ReadParts(old_files)),
-                 out_dir=new_dir))
+                 out_dir=new.dir))
         counters = run_pipeline(p, 'invertlinks')
-        crawl.linkdb.write_applied(new_dir, inverted + names)
-        crawl.linkdb.write_note(new_dir, PARTITIONS_NOTE, str(partitions))
+        crawl.linkdb.write_applied(new.dir, inverted + names)
+        crawl.linkdb.write_note(new.dir, PARTITIONS_NOTE, str(partitions))
     print(f'invertlinks: inverted {", ".join(names)}; '
           f'{counters.get("linkdb.inverted_links", 0)} links')
     return 0

@@ -7,13 +7,13 @@ SEGMENT: a segment name or path; default: the newest fetched segment not parsed 
 import sys
 
 from beamcrawl.pipelines.cli import run_command
-from beamcrawl.transforms import layout
+from beamcrawl.transforms import settings
 from beamcrawl.transforms.dbio import ReadParts
-from beamcrawl.transforms.layout import CrawlLayout
-from beamcrawl.transforms.parse import (CRAWL_PARSE, ParseContent, parse_settings, publish_parse_outputs,
-                              write_parse_outputs)
-from beamcrawl.transforms.policy.urls import UrlPolicy
+from beamcrawl.transforms.layout import (CONTENT, CRAWL_FETCH, CRAWL_PARSE, PARSE_PARTS,
+                                         CrawlLayout)
+from beamcrawl.transforms.parse import ParseContent, write_parse_outputs
 from beamcrawl.transforms.runtime import make_pipeline, run_pipeline
+
 
 def add_arguments(parser):
     parser.add_argument('crawl_dir', metavar='CRAWL_DIR')
@@ -23,20 +23,15 @@ def add_arguments(parser):
 
 def run(args, cfg, now, beam_args):
     crawl = CrawlLayout(args.crawl_dir)
-    segment = crawl.pick_segment(args.segment, CRAWL_PARSE, 'crawl_fetch', 'content')
-    settings = parse_settings(cfg)
-    p = make_pipeline(beam_args)
-    outputs = (p
-               | 'ReadContent' >> ReadParts(crawl.part_files(segment, 'content'))
-               | 'ParseContent' >> ParseContent(settings=settings,
-                                                policy=UrlPolicy.from_config(cfg), now=now))
-    tmp = write_parse_outputs(crawl, segment, outputs)
-    try:
+    segment = crawl.pick_segment(args.segment, CRAWL_PARSE, CRAWL_FETCH, CONTENT)
+    parse, policy = settings.parse_settings(cfg), settings.url_policy(cfg)
+    with crawl.segment_update(segment, PARSE_PARTS, 'parse') as update:
+        p = make_pipeline(beam_args)
+        outputs = (p
+                   | 'ReadContent' >> ReadParts(crawl.part_files(segment, CONTENT))
+                   | 'ParseContent' >> ParseContent(settings=parse, policy=policy, now=now))
+        write_parse_outputs(outputs, update)
         counters = run_pipeline(p, f'parse {segment}')
-        publish_parse_outputs(crawl, segment)
-    finally:
-        for path in tmp.values():
-            layout.delete(path)
     statuses = {k.split('.', 2)[2]: v for k, v in counters.items()
                 if k.startswith('parse.status.')}
     skipped = sum(v for k, v in counters.items() if k.startswith('parse.skipped.'))

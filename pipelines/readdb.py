@@ -11,11 +11,10 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from beamcrawl.pipelines.cli import run_command
-from beamcrawl.transforms import layout
+from beamcrawl.transforms import layout, settings
 from beamcrawl.transforms.dbio import ReadCrawlDb, iter_records
 from beamcrawl.transforms.errors import UserError
 from beamcrawl.transforms.layout import CrawlLayout
-from beamcrawl.transforms.policy.urls import UrlPolicy
 from beamcrawl.transforms.readdb import (CSV_HEADER, CrawlDbStats, DumpLines, FilterRecords, TopScores,
                                find_url, format_datum, format_stats)
 from beamcrawl.transforms.records import STATUS_CODES, complete_datum
@@ -95,7 +94,7 @@ def _stats(crawl, cfg, p, records, as_json):
 
 
 def _print_url(crawl, cfg, url):
-    record = find_url(iter_records(crawl.crawldb.part_files()), url, UrlPolicy.from_config(cfg))
+    record = find_url(iter_records(crawl.crawldb.part_files()), url, settings.url_policy(cfg))
     if record is None:
         print(f'URL: {url}\nnot found')
         return 1

@@ -13,7 +13,7 @@ from beamcrawl.pipelines.cli import run_command
 from beamcrawl.transforms.dbio import ReadParts, iter_records
 from beamcrawl.transforms.errors import UserError
 from beamcrawl.transforms.layout import CrawlLayout
-from beamcrawl.transforms.policy.urls import UrlPolicy
+from beamcrawl.transforms import settings
 from beamcrawl.transforms.readdb import find_url
 from beamcrawl.transforms.runtime import make_pipeline, run_pipeline
 
@@ -39,7 +39,7 @@ def run(args, cfg, now, beam_args):
         raise UserError(f'{crawl.linkdb.current}: no linkdb (run invertlinks first)')
     if args.url:
         record = find_url(iter_records(crawl.linkdb.part_files()), args.url,
-                          UrlPolicy.from_config(cfg))
+                          settings.url_policy(cfg))
         if record is not None:
             print(text_lines(record))
             return 0

@@ -8,8 +8,8 @@ beamcrawl schedule-sim [--period-days D] [--steps N] [--schedule CLASS] [--quiet
 import sys
 
 from beamcrawl.pipelines.cli import run_command
+from beamcrawl.transforms import settings
 from beamcrawl.transforms.errors import UserError
-from beamcrawl.transforms.policy.schedule import schedule_from_config
 from beamcrawl.transforms.policy.schedule_sim import DAY_S, simulate
 
 
@@ -27,13 +27,8 @@ def add_arguments(parser):
 
 
 def run(args, cfg, now, beam_args):
-    try:
-        schedule, problems = schedule_from_config(
-            cfg.with_overrides(**{'db.fetch.schedule.class': args.schedule}))
-    except ValueError as e:
-        raise UserError(str(e)) from None
-    for problem in problems:
-        print(problem, file=sys.stderr)
+    schedule = settings.schedule(cfg, args.schedule,
+                                 warn=lambda problem: print(problem, file=sys.stderr))
     result = simulate(schedule, period_days=args.period_days, steps=args.steps,
                       start_interval=int(args.start_interval_days * DAY_S),
                       log=None if args.quiet else print, content_type=args.content_type)

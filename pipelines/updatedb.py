@@ -11,13 +11,9 @@ import sys
 import apache_beam as beam
 
 from beamcrawl.pipelines.cli import run_command
-from beamcrawl.transforms.dbio import ReadCrawlDb, ReadParts, WriteParts, db_update
-from beamcrawl.transforms.errors import UserError
+from beamcrawl.transforms import layout, settings
+from beamcrawl.transforms.dbio import ReadCrawlDb, ReadParts, WriteParts
 from beamcrawl.transforms.layout import CrawlLayout
-from beamcrawl.transforms.policy.schedule import schedule_from_config
-from beamcrawl.transforms.policy.scoring import OpicScoring
-from beamcrawl.transforms.policy.updatedb import UpdateRules
-from beamcrawl.transforms.policy.urls import UrlPolicy
 from beamcrawl.transforms.records import CRAWL_DATUM_SCHEMA, complete_datum
 from beamcrawl.transforms.runtime import make_pipeline, run_pipeline
 from beamcrawl.transforms.updatedb import UpdateCrawlDb
@@ -35,34 +31,19 @@ def add_arguments(parser):
     parser.add_argument('--filter', action='store_true', help='filter every URL')
 
 
-def update_rules(cfg, no_additions=False) -> UpdateRules:
-    try:
-        schedule, problems = schedule_from_config(cfg)
-    except ValueError as e:
-        raise UserError(str(e)) from None
-    for problem in problems:
-        log.warning('%s', problem)
-    return UpdateRules(schedule=schedule, scoring=OpicScoring.from_config(cfg),
-                       retry_max=cfg['db.fetch.retry.max'],
-                       max_interval=cfg['db.fetch.interval.max'],
-                       additions_allowed=cfg['db.update.additions.allowed'] and not no_additions,
-                       max_inlinks=cfg['db.update.max.inlinks'])
-
-
 def run(args, cfg, now, beam_args):
     crawl = CrawlLayout(args.crawl_dir)
-    rules = update_rules(cfg, args.no_additions)
-    names, again = crawl.segments_to_apply(crawl.crawldb, args.segments, 'crawl_fetch')
+    rules = settings.update_rules(cfg, no_additions=args.no_additions)
+    names, again = crawl.segments_to_apply(crawl.crawldb, args.segments, layout.CRAWL_FETCH)
     for name in again:
         log.warning('%s was applied before; applying it again', name)
     if not names:
         print('updatedb: nothing to do (every fetched segment is applied already)',
               file=sys.stderr)
         return 1
-    with db_update(crawl.crawldb, keep_backup=cfg['db.preserve.backup'],
-                   command='updatedb') as new_dir:
+    with crawl.crawldb.update(keep_backup=cfg['db.preserve.backup'], command='updatedb') as new:
         applied = crawl.crawldb.applied_segments()
-        files = [f for n in names for part in ('crawl_fetch', 'crawl_parse')
+        files = [f for n in names for part in (layout.CRAWL_FETCH, layout.CRAWL_PARSE)
                  if crawl.has_part(n, part) for f in crawl.part_files(n, part)]
         p = make_pipeline(beam_args)
         old = p | 'ReadCrawlDb' >> ReadCrawlDb(crawl.crawldb)
@@ -70,13 +51,13 @@ def run(args, cfg, now, beam_args):
                 | 'Complete' >> beam.Map(complete_datum))
         _ = ((old, news)
              | 'UpdateCrawlDb' >> UpdateCrawlDb(
-                 rules=rules, policy=UrlPolicy.from_config(cfg), now=now,
+                 rules=rules, policy=settings.url_policy(cfg), now=now,
                  purge_gone=cfg['db.update.purge.404'],
                  normalize=cfg['crawldb.url.normalizers'] or args.normalize,
                  filter_urls=cfg['crawldb.url.filters'] or args.filter)
-             | 'WriteCrawlDb' >> WriteParts(new_dir, CRAWL_DATUM_SCHEMA))
+             | 'WriteCrawlDb' >> WriteParts(new.dir, CRAWL_DATUM_SCHEMA))
         counters = run_pipeline(p, 'updatedb')
-        crawl.crawldb.write_applied(new_dir, applied + names)
+        crawl.crawldb.write_applied(new.dir, applied + names)
     statuses = {k.split('.', 2)[2]: v for k, v in counters.items()
                 if k.startswith('updatedb.status.')}
     print(f'updatedb: applied {", ".join(names)}; {counters.get("updatedb.added", 0)} added, '

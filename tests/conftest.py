@@ -1,8 +1,10 @@
 """Shared fixtures: the test web, the pinned local runner, config, CLI helpers."""
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from typing import List
 
 import pytest
@@ -61,8 +63,8 @@ def cfg():
 
 
 def run_cli(*args: str, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess:
-    """Runs `python -m beamcrawl.pipelines.cli ARGS` in a subprocess (exit codes and stderr as a user sees
-    them)."""
+    """Runs `python -m beamcrawl.pipelines.cli ARGS` in a subprocess (exit codes and stderr as
+    a user sees them)."""
     proc = subprocess.run([sys.executable, '-m', 'beamcrawl.pipelines.cli', *args], cwd=ROOT,
                           capture_output=True, text=True, timeout=timeout)
     if check and proc.returncode != 0:
@@ -96,3 +98,20 @@ def write_db(crawl_dir, records) -> None:
 def read_parts(paths) -> list:
     from beamcrawl.transforms.dbio import iter_records
     return list(iter_records(sorted(paths)))
+
+
+def start_command(*args: str) -> subprocess.Popen:
+    """Starts `python -m beamcrawl.pipelines.cli ARGS` in the background (output discarded)."""
+    return subprocess.Popen([sys.executable, '-m', 'beamcrawl.pipelines.cli', *args], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def kill_when(proc: subprocess.Popen, seen, what: str) -> None:
+    """SIGKILLs `proc` as soon as `seen()` is true (polled every 2 ms). Fails when the process
+    ends first: a kill test must kill at the point it means to, or say that it could not."""
+    while not seen():
+        if proc.poll() is not None:
+            raise AssertionError(f'the process ended (exit {proc.returncode}) before {what}')
+        time.sleep(0.002)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()

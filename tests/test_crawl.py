@@ -38,6 +38,7 @@ def _conf(web, *extra):
             '-D', 'domain.extra.suffixes=test', *extra]
 
 
+@pytest.mark.slow
 def test_three_rounds_follow_the_link_graph(web, tmp_path, capsys):
     crawl = str(tmp_path / 'crawl')
     seeds = write_seeds(tmp_path / 'seeds', ['http://site.test/'])
@@ -74,6 +75,7 @@ def test_three_rounds_follow_the_link_graph(web, tmp_path, capsys):
     assert os.path.getsize(tmp_path / 'dump.jsonl') > 0
 
 
+@pytest.mark.slow
 def test_stop_file_and_nothing_due(web, tmp_path, capsys):
     crawl = str(tmp_path / 'crawl')
     seeds = write_seeds(tmp_path / 'seeds', ['http://site.test/'])

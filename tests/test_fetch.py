@@ -7,13 +7,12 @@ import apache_beam as beam
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
+from beamcrawl.transforms import settings
 from beamcrawl.pipelines.cli import main
 from tests.conftest import read_parts, run_cli, write_seeds
 from beamcrawl.transforms.config import load_config
-from beamcrawl.transforms.fetch import CONTENT, CRAWL_FETCH, FetchSegment
-from beamcrawl.transforms.fetcher import FetcherSettings
-from beamcrawl.transforms.http import HttpSettings
-from beamcrawl.transforms.policy.urls import UrlPolicy
+from beamcrawl.transforms.fetch import FetchSegment
+from beamcrawl.transforms.layout import CONTENT, CRAWL_FETCH
 from beamcrawl.transforms.records import crawl_datum
 
 NOW = '2026-11-22T00:00:00Z'
@@ -28,13 +27,13 @@ def _agent(web):
 def test_fetch_segment_transform(web, runner):
     cfg = load_config(overrides={'http.agent.name': 'testbot', 'http.proxy.host': '127.0.0.1',
                                  'http.proxy.port': web.port, 'fetcher.server.delay': 0.0})
-    settings = FetcherSettings.from_config(cfg)
+    fetch = settings.fetcher_settings(cfg)
     records = [crawl_datum(u, 'db_unfetched', fetch_time=0, fetch_interval=60)
                for u in ('http://www.a.test/', 'http://b.test/', 'http://b.test/gone')]
     with TestPipeline(runner=runner) as p:
         out = p | beam.Create(records) | FetchSegment(
-            settings=settings, http=HttpSettings.from_config(cfg, settings.threads),
-            policy=UrlPolicy.from_config(cfg), now=5, slots=2)
+            settings=fetch, http=settings.http_settings(cfg, fetch.threads),
+            policy=settings.url_policy(cfg), now=5, slots=2)
         assert_that(out[CRAWL_FETCH] | beam.Map(lambda r: (r['url'], r['status'], r['fetch_time'])),
                     equal_to([('http://www.a.test/', 'fetch_success', 5),
                               ('http://b.test/', 'fetch_success', 5),

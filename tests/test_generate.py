@@ -8,11 +8,11 @@ import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
+from beamcrawl.transforms import settings
 from beamcrawl.pipelines.cli import main
 from tests.conftest import read_db, read_parts, run_cli, write_db
 from beamcrawl.transforms.generate import SelectForFetch
-from beamcrawl.transforms.policy.generate import GenerateSettings
-from beamcrawl.transforms.policy.urls import UrlPolicy, host_of
+from beamcrawl.transforms.policy.urls import host_of
 from beamcrawl.transforms.records import crawl_datum
 from beamcrawl.transforms.runtime import counters_of
 
@@ -26,7 +26,7 @@ def rec(url, score=1.0, fetch_time=0, status='db_unfetched', **kw):
 
 
 def _select(runner, cfg, records, **kw):
-    args = dict(settings=GenerateSettings.from_config(cfg), policy=UrlPolicy.from_config(cfg),
+    args = dict(settings=settings.generate_settings(cfg), policy=settings.url_policy(cfg),
                 now=NOW, top_n=None, max_count=-1, count_mode='host', max_segments=1)
     args.update(kw)
     p = TestPipeline(runner=runner)

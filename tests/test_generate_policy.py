@@ -2,8 +2,11 @@
 
 import pytest
 
-from beamcrawl.transforms.policy.generate import (GenerateSettings, assign_segments, partition,
-                                        scatter_key, segment_names, sort_key)
+from beamcrawl.transforms import settings
+from beamcrawl.transforms.errors import ConfigError
+from beamcrawl.transforms.policy.generate import (GenerateSettings, assign_segments,
+                                                  segment_names, sort_key)
+from beamcrawl.transforms.policy.partition import partition, scatter_key
 from beamcrawl.transforms.policy.schedule import should_fetch
 from beamcrawl.transforms.records import crawl_datum
 
@@ -64,8 +67,8 @@ def test_checks_in_nutch_order(record, settings_kw, reason):
 
 def test_restrict_status_must_be_a_status_name():
     from beamcrawl.transforms.config import load_config
-    with pytest.raises(ValueError, match='not a status name'):
-        GenerateSettings.from_config(load_config(defines=['generate.restrict.status=fetched']))
+    with pytest.raises(ConfigError, match='not a status name'):
+        settings.generate_settings(load_config(defines=['generate.restrict.status=fetched']))
 
 
 def test_sort_key_order():

@@ -4,10 +4,6 @@ SIGKILL, the readers."""
 import glob
 import json
 import os
-import signal
-import subprocess
-import sys
-import time
 
 import apache_beam as beam
 import pytest
@@ -15,7 +11,7 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from beamcrawl.pipelines.cli import main
-from tests.conftest import ROOT, run_cli
+from tests.conftest import kill_when, run_cli, start_command
 from beamcrawl.transforms.dbio import iter_records, write_avro_file
 from beamcrawl.transforms.layout import CrawlLayout
 from beamcrawl.transforms.linkdb import InvertLinks, MergeInlinks
@@ -149,16 +145,14 @@ def test_sigkill_during_invertlinks_keeps_previous_linkdb(tmp_path):
                                           *[(f'http://t{(i * 7 + k) % 90000}.test/', f'a{k}')
                                             for k in range(10)]) for i in range(8000)])
     before = _linkdb(crawl)
-    env = dict(os.environ, PYTHONPATH=ROOT)
-    for delay in (1.0, 2.0):
-        proc = subprocess.Popen([sys.executable, '-m', 'beamcrawl.pipelines.linkdb', crawl], cwd=ROOT,
-                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(delay)
-        if proc.poll() is not None:
-            break
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        assert _linkdb(crawl) == before
-        os.remove(os.path.join(crawl, 'linkdb', '.locked'))
+    lock = os.path.join(crawl, 'linkdb', '.locked')
+    writing = os.path.join(crawl, 'linkdb', '.tmp-linkdb-*', 'part-*.avro')
+    points = {'the lock is taken': lambda: os.path.exists(lock),
+              'the new version is being written': lambda: glob.glob(writing)}
+    for what, seen in points.items():
+        kill_when(start_command('invertlinks', crawl), seen, what)
+        assert os.path.exists(lock) and _linkdb(crawl) == before, what
+        os.remove(lock)
     assert main(['invertlinks', crawl]) == 0
     assert len(_linkdb(crawl)) > 50000
+    assert not glob.glob(os.path.join(crawl, 'linkdb', '.tmp-*'))

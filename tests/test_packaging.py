@@ -1,6 +1,7 @@
 """The installed distribution: one top-level import name, `beamcrawl`, with its conf data."""
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -12,20 +13,27 @@ from tests.conftest import ROOT
 
 @pytest.mark.slow
 def test_wheel_installs_only_the_beamcrawl_name(tmp_path):
-    subprocess.run([sys.executable, '-m', 'pip', 'wheel', '--no-deps', '-q', '-w', str(tmp_path),
-                    ROOT], check=True, capture_output=True)
-    (wheel,) = [n for n in os.listdir(tmp_path) if n.endswith('.whl')]
-    with zipfile.ZipFile(tmp_path / wheel) as z:
+    source = tmp_path / 'src'              # a copy: building leaves build/ in the source tree
+    for folder in ('pipelines', 'transforms', 'conf'):
+        shutil.copytree(os.path.join(ROOT, folder), source / folder,
+                        ignore=shutil.ignore_patterns('__pycache__'))
+    shutil.copy(os.path.join(ROOT, 'setup.py'), source)
+    subprocess.run([sys.executable, '-m', 'pip', 'wheel', '--no-deps', '-q', '-w',
+                    str(tmp_path / 'dist'), str(source)], check=True, capture_output=True)
+    (wheel,) = os.listdir(tmp_path / 'dist')
+    with zipfile.ZipFile(tmp_path / 'dist' / wheel) as z:
         names = z.namelist()
         (top_level,) = [n for n in names if n.endswith('.dist-info/top_level.txt')]
         assert z.read(top_level).decode().split() == ['beamcrawl']
         entry_points = z.read(top_level.replace('top_level.txt', 'entry_points.txt')).decode()
     roots = {n.split('/', 1)[0] for n in names if not n.split('/', 1)[0].endswith('.dist-info')}
     assert roots == {'beamcrawl'}
-    for needed in ('beamcrawl/pipelines/cli.py', 'beamcrawl/transforms/policy/urls.py',
-                   'beamcrawl/conf/crawler-default.yaml', 'beamcrawl/conf/regex-urlfilter.txt',
-                   'beamcrawl/transforms/testing/web.py'):
-        assert needed in names
+    for folder in ('pipelines', 'transforms', 'conf'):      # every module and conf file
+        for directory, _, files in os.walk(os.path.join(ROOT, folder)):
+            for name in files:
+                if name.endswith(('.py', '.yaml', '.txt', '.xml')):
+                    relative = os.path.relpath(os.path.join(directory, name), ROOT)
+                    assert f'beamcrawl/{relative}' in names
     assert 'beamcrawl = beamcrawl.pipelines.cli:main' in entry_points
 
 

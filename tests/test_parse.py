@@ -7,11 +7,12 @@ import apache_beam as beam
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
+from beamcrawl.transforms import settings
 from beamcrawl.pipelines.cli import main
 from tests.conftest import read_parts, run_cli, write_seeds
 from beamcrawl.transforms.config import load_config
-from beamcrawl.transforms.parse import CRAWL_PARSE, PARSE_DATA, PARSE_TEXT, ParseContent, ParseSettings
-from beamcrawl.transforms.policy.urls import UrlPolicy
+from beamcrawl.transforms.layout import CRAWL_PARSE, PARSE_DATA, PARSE_TEXT
+from beamcrawl.transforms.parse import ParseContent
 from beamcrawl.transforms.records import content
 from beamcrawl.transforms.runtime import counters_of
 
@@ -29,8 +30,8 @@ def test_parse_content_transform(runner, cfg):
             content('http://www.a.test/moved', content_bytes=b'', content_type='text/html',
                     fetch_time=1, http_code=301)]
     p = TestPipeline(runner=runner)
-    out = p | beam.Create(docs) | ParseContent(settings=ParseSettings.from_config(cfg),
-                                               policy=UrlPolicy.from_config(cfg), now=7)
+    out = p | beam.Create(docs) | ParseContent(settings=settings.parse_settings(cfg),
+                                               policy=settings.url_policy(cfg), now=7)
     assert_that(out[PARSE_TEXT], equal_to([{'url': 'http://www.a.test/', 'text': 'T\nhello AAimgO'}]),
                 label='text')
     assert_that(out[PARSE_DATA] | beam.Map(lambda d: (d['title'], d['parse_status'],
@@ -57,8 +58,8 @@ def test_ignore_external_links_and_text_signature(runner):
     doc = content('http://www.a.test/', content_bytes=PAGE, content_type='text/html',
                   fetch_time=1, http_code=200)
     with TestPipeline(runner=runner) as p:
-        out = p | beam.Create([doc]) | ParseContent(settings=ParseSettings.from_config(cfg),
-                                                    policy=UrlPolicy.from_config(cfg), now=7)
+        out = p | beam.Create([doc]) | ParseContent(settings=settings.parse_settings(cfg),
+                                                    policy=settings.url_policy(cfg), now=7)
         assert_that(out[CRAWL_PARSE] | beam.Map(lambda r: (r['url'], r['signature'])),
                     equal_to([('http://www.a.test/', hashlib.md5(b'T\nhello AAimgO').digest()),
                               ('http://www.a.test/moved', None),

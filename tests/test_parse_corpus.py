@@ -6,9 +6,9 @@ import os
 import pytest
 import yaml
 
+from beamcrawl.transforms import settings
 from beamcrawl.transforms.policy.html import parse_document
 from beamcrawl.transforms.policy.outlinks import OutlinkRules, filter_outlinks
-from beamcrawl.transforms.policy.urls import UrlPolicy
 
 CORPUS = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'html_corpus')
 with open(os.path.join(CORPUS, 'expected.yaml'), encoding='utf-8') as f:
@@ -47,7 +47,7 @@ def test_document(name, cfg):
         position = found + len(snippet)
     for snippet in spec.get('not_text', []):
         assert snippet not in parse.text and snippet not in parse.title
-    outlinks = filter_outlinks(url, parse.outlinks, RULES, UrlPolicy.from_config(cfg))
+    outlinks = filter_outlinks(url, parse.outlinks, RULES, settings.url_policy(cfg))
     assert [list(link) for link in outlinks] == spec.get('outlinks', [])
     for key, value in (spec.get('meta') or {}).items():
         assert parse.metadata.get(key) == value

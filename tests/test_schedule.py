@@ -3,11 +3,13 @@ MimeAdaptive, gone/retry/forceRefetch."""
 
 import pytest
 
+from beamcrawl.transforms import settings
 from beamcrawl.transforms.config import load_config
+from beamcrawl.transforms.errors import ConfigError
 from beamcrawl.transforms.policy.schedule import (STATE_MODIFIED, STATE_NOTMODIFIED, STATE_UNKNOWN,
                                         AdaptiveFetchSchedule, DefaultFetchSchedule,
                                         MimeAdaptiveFetchSchedule, parse_host_intervals,
-                                        parse_mime_rates, schedule_from_config)
+                                        parse_mime_rates)
 from beamcrawl.transforms.records import crawl_datum
 
 DAY = 86400
@@ -136,13 +138,14 @@ def test_gone_retry_and_force_refetch():
     ('adaptive', AdaptiveFetchSchedule), ('AdaptiveFetchSchedule', AdaptiveFetchSchedule),
     ('org.apache.nutch.crawl.MimeAdaptiveFetchSchedule', MimeAdaptiveFetchSchedule)])
 def test_schedule_from_config(name, cls):
-    schedule, problems = schedule_from_config(
-        load_config(overrides={'db.fetch.schedule.class': name}))
+    problems = []
+    schedule = settings.schedule(load_config(overrides={'db.fetch.schedule.class': name}),
+                                 warn=problems.append)
     assert type(schedule) is cls and problems == []
     if cls is MimeAdaptiveFetchSchedule:
         assert schedule.mime_rates['application/pdf'][1] == pytest.approx(0.4)
 
 
 def test_unknown_schedule_class():
-    with pytest.raises(ValueError, match='db.fetch.schedule.class'):
-        schedule_from_config(load_config(overrides={'db.fetch.schedule.class': 'Weekly'}))
+    with pytest.raises(ConfigError, match='db.fetch.schedule.class'):
+        settings.schedule(load_config(overrides={'db.fetch.schedule.class': 'Weekly'}))

@@ -1,24 +1,20 @@
 """updatedb: UpdateCrawlDb on TestPipeline; the command in multi-round crawls; SIGKILL."""
 
+import glob
 import os
-import signal
-import subprocess
-import sys
-import time
 
 import apache_beam as beam
 import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
+from beamcrawl.transforms import settings
 from beamcrawl.pipelines.cli import main
-from tests.conftest import ROOT, read_db, run_cli, write_db, write_seeds
+from tests.conftest import kill_when, read_db, run_cli, start_command, write_db, write_seeds
 from tests.testweb import Page
 from beamcrawl.transforms.dbio import write_avro_file
-from beamcrawl.transforms.policy.urls import UrlPolicy
 from beamcrawl.transforms.records import CRAWL_DATUM_SCHEMA, crawl_datum
 from beamcrawl.transforms.updatedb import UpdateCrawlDb
-from beamcrawl.pipelines.updatedb import update_rules
 
 DAY = 86400000
 NOW = 1795305600000
@@ -35,7 +31,7 @@ def test_update_crawldb_transform(runner, cfg):
             crawl_datum('http://b.test/', 'linked', fetch_time=NOW, fetch_interval=60, score=0.5)]
     with TestPipeline(runner=runner) as p:
         out = ((p | 'Old' >> beam.Create(old), p | 'News' >> beam.Create(news))
-               | UpdateCrawlDb(rules=update_rules(cfg), policy=UrlPolicy.from_config(cfg),
+               | UpdateCrawlDb(rules=settings.update_rules(cfg), policy=settings.url_policy(cfg),
                                now=NOW, purge_gone=True))
         assert_that(out | beam.Map(lambda r: (r['url'], r['status'], r['signature'],
                                               r['score'], '_ngt_' in r['metadata'])),
@@ -70,6 +66,7 @@ def _round(crawl, web, now, *extra):
     assert main(['updatedb', crawl, '--now', str(now), *conf]) == 0
 
 
+@pytest.mark.slow
 def test_adaptive_schedule_over_rounds(web, tmp_path, capsys):
     crawl = str(tmp_path / 'crawl')
     seeds = write_seeds(tmp_path / 's', ['http://change.test/changing', 'http://change.test/static'])
@@ -115,22 +112,20 @@ def test_sigkill_during_updatedb_keeps_previous_crawldb(tmp_path):
                                  fetch_interval=60, protocol_status='success')
                      for i in range(0, 80000, 2)])
     before = read_db(crawl)
-    env = dict(os.environ, PYTHONPATH=ROOT)
-    for delay in (1.0, 2.5):
-        proc = subprocess.Popen([sys.executable, '-m', 'beamcrawl.pipelines.updatedb', crawl],
-                                cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
-        time.sleep(delay)
-        if proc.poll() is not None:
-            break
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        assert read_db(crawl) == before
-        lock = os.path.join(crawl, 'crawldb', '.locked')
+    lock = os.path.join(crawl, 'crawldb', '.locked')
+    writing = os.path.join(crawl, 'crawldb', '.tmp-crawldb-*', '.*.avro.inprogress')
+    points = {'the lock is taken': lambda: os.path.exists(lock),
+              'the new version is being written': lambda: glob.glob(writing)}
+    for what, seen in points.items():
+        kill_when(start_command('updatedb', crawl, '--now', str(NOW)), seen, what)
+        assert os.path.exists(lock), what                 # killed mid-update ...
+        assert read_db(crawl) == before, what             # ... and the crawldb is as it was
         stale = run_cli('updatedb', crawl, check=False)
-        assert stale.returncode == 2 and '.locked exists' in stale.stderr
+        assert stale.returncode == 2 and f'lock {lock} is held' in stale.stderr
         os.remove(lock)
+    assert glob.glob(writing)                             # the abandoned version is still there
     run_cli('updatedb', crawl, '--now', str(NOW))
     after = read_db(crawl)
     assert len(after) == 80000
     assert sum(r['status'] == 'db_fetched' for r in after.values()) == 40000
+    assert not glob.glob(os.path.join(crawl, 'crawldb', '.tmp-*'))      # and removed now

@@ -5,8 +5,9 @@ import pickle
 
 import pytest
 
+from beamcrawl.transforms import settings
 from beamcrawl.transforms.policy.urls import (BasicNormalizer, DomainHelper, MalformedUrl, RegexFilter,
-                                    RegexNormalizer, RuleError, UrlPolicy, host_of)
+                                    RegexNormalizer, RuleError, host_of)
 
 F = 'http://foo.com'
 W = 'http://www.example.com/a/c/../b/search?q=foobar'
@@ -149,7 +150,7 @@ def test_malformed(idn, url):
 
 
 def test_regex_normalizer_chain_with_bundled_rules(cfg):
-    policy = UrlPolicy.from_config(cfg)
+    policy = settings.url_policy(cfg)
     cases = {
         'http://www.example.com//path/to//somewhere.html':
             'http://www.example.com/path/to/somewhere.html',
@@ -243,7 +244,7 @@ def test_regex_filter_nutch_samples(rules, url, accepted):
     ('news://any.news.server/comp.lang.java', False),  # scheme not allowed
 ])
 def test_bundled_filter(cfg, url, accepted):
-    assert UrlPolicy.from_config(cfg).accept(url) is accepted
+    assert settings.url_policy(cfg).accept(url) is accepted
 
 
 def test_filter_rule_errors():
@@ -289,7 +290,7 @@ def test_url_domain_and_extra_suffixes():
 
 
 def test_policy_pickles_and_works_after(cfg):
-    policy = pickle.loads(pickle.dumps(UrlPolicy.from_config(cfg)))
+    policy = pickle.loads(pickle.dumps(settings.url_policy(cfg)))
     assert policy.clean('HTTP://WWW.A.TEST:80/x/../y') == ('http://www.a.test/y', '')
     assert policy.clean('http://a.test/logo.png') == (None, 'filtered')
     assert policy.clean('http://a.test:x/') == (None, 'malformed')

@@ -1,27 +1,23 @@
-"""Reading and writing crawl-dir parts as Avro, and the write-aside / install update cycle."""
+"""Reading and writing crawl-dir parts as Avro."""
 
-import contextlib
-import logging
 import uuid
-from typing import Iterator, List
+from typing import Any, Dict, Iterator, List
 
 import apache_beam as beam
 import fastavro
 from apache_beam.io.avroio import ReadFromAvro
-from apache_beam.transforms.window import GlobalWindow
-from apache_beam.utils.timestamp import MIN_TIMESTAMP
-from apache_beam.utils.windowed_value import WindowedValue
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
+from apache_beam.transforms.window import GlobalWindows
 
 from beamcrawl.transforms import layout
 from beamcrawl.transforms.errors import InputError
 from beamcrawl.transforms.records import complete_datum
 
-__all__ = ['check_avro_files', 'ReadParts', 'ReadCrawlDb', 'WriteParts', 'db_update',
-           'iter_records', 'count_records', 'write_avro_file']
+__all__ = ['check_avro_files', 'ReadParts', 'ReadCrawlDb', 'WriteParts', 'iter_records',
+           'count_records', 'write_avro_file', 'Record']
 
-log = logging.getLogger('beamcrawl')
+Record = Dict[str, Any]        # a record as Beam's Avro IO reads it: a dict in its schema's shape
 _IN_PROGRESS = '.avro.inprogress'
 
 
@@ -71,7 +67,7 @@ class ReadParts(beam.PTransform):
         self.paths = list(paths)
         check_avro_files(self.paths)
 
-    def expand(self, pbegin):
+    def expand(self, pbegin: beam.pvalue.PBegin) -> beam.PCollection[Record]:
         if not self.paths:
             return pbegin | 'Empty' >> beam.Create([])
         if len(self.paths) == 1:
@@ -87,7 +83,7 @@ class ReadCrawlDb(beam.PTransform):
         super().__init__()
         self.read = ReadParts(db.part_files())
 
-    def expand(self, pbegin):
+    def expand(self, pbegin: beam.pvalue.PBegin) -> beam.PCollection[Record]:
         return pbegin | 'ReadDb' >> self.read | 'Complete' >> beam.Map(complete_datum)
 
 
@@ -119,7 +115,7 @@ class _WriteBundleFn(beam.DoFn):
         if self._writer is not None:
             self._writer.flush()
             self._file.close()
-            yield WindowedValue(self._path, MIN_TIMESTAMP, [GlobalWindow()])
+            yield GlobalWindows.windowed_value(self._path)
         self._file = self._writer = self._path = None
 
 
@@ -146,8 +142,7 @@ class _FinalizePartsFn(beam.DoFn):
             yield target
 
     def _part(self, index: int) -> str:
-        return FileSystems.join(self.directory,
-                                f'{layout.PART_PREFIX}-{index:05d}{layout.PART_SUFFIX}')
+        return layout.part_file(self.directory, index)
 
 
 class WriteParts(beam.PTransform):
@@ -161,26 +156,9 @@ class WriteParts(beam.PTransform):
         self.directory = directory
         self.schema = schema
 
-    def expand(self, pcoll):
+    def expand(self, pcoll: beam.PCollection[Record]) -> beam.PCollection[str]:
         return (pcoll
                 | 'WriteBundles' >> beam.ParDo(_WriteBundleFn(self.directory, self.schema))
                 | 'AllFiles' >> beam.combiners.ToList()
                 | 'Finalize' >> beam.ParDo(_FinalizePartsFn(self.directory, self.schema)))
 
-
-@contextlib.contextmanager
-def db_update(db: layout.DbLayout, *, keep_backup: bool, command: str) -> Iterator[str]:
-    """Holds the database lock, yields a fresh directory to write the new version into, and
-    installs it when the block ends without error (otherwise removes it)."""
-    with db.lock(command):
-        db.recover()
-        new_dir = db.new_version_dir()
-        try:
-            yield new_dir
-        except BaseException:
-            layout.delete(new_dir)
-            raise
-        if not layout.list_files(FileSystems.join(new_dir, layout.PART_GLOB)):
-            raise RuntimeError(f'{new_dir}: the pipeline wrote no part file; not installed')
-        db.install(new_dir, keep_backup=keep_backup)
-        log.info('installed %s', db.current)

@@ -7,18 +7,20 @@ per bundle; results leave `process()` as they complete, with back-pressure (at m
 threads × fetcher.queue.depth.multiplier URLs waiting), and the rest at `finish_bundle`.
 """
 
+from typing import Dict
+
 import apache_beam as beam
-from apache_beam.transforms.window import GlobalWindow
-from apache_beam.utils.timestamp import MIN_TIMESTAMP
-from apache_beam.utils.windowed_value import WindowedValue
+from apache_beam.transforms.window import GlobalWindows
 
 from beamcrawl.transforms import metrics
-from beamcrawl.transforms.fetcher import CONTENT, CRAWL_FETCH, Fetcher, FetcherSettings, queue_key
-from beamcrawl.transforms.http import HttpSettings
-from beamcrawl.transforms.policy.generate import partition
+from beamcrawl.transforms.dbio import Record
+from beamcrawl.transforms.dns import Resolver
+from beamcrawl.transforms.fetcher import Fetcher, FetcherSettings, HttpSettings
+from beamcrawl.transforms.layout import CONTENT, CRAWL_FETCH
+from beamcrawl.transforms.policy.partition import partition, queue_key
 from beamcrawl.transforms.policy.urls import UrlPolicy, scheme_host
 
-__all__ = ['FetchSegment', 'CRAWL_FETCH', 'CONTENT']
+__all__ = ['FetchSegment']
 
 
 class _KeyBySlotFn(beam.DoFn):
@@ -28,11 +30,12 @@ class _KeyBySlotFn(beam.DoFn):
         self.mode, self.slots, self.policy = mode, slots, policy
 
     def setup(self):
-        self._ips = {}
+        self._resolve = Resolver()
 
     def process(self, record):
         host = scheme_host(record['url'])[1]
-        qid = queue_key(host, self.mode, self.policy, self._ips) if host else None
+        qid = queue_key(host, self.mode, domain_of=self.policy.domains.domain,
+                        resolve=self._resolve) if host else None
         yield partition(qid or record['url'], self.slots), (qid, record)
 
 
@@ -68,7 +71,7 @@ class _FetchFn(beam.DoFn):
         for name, count in fetcher.counts.items():
             metrics.counter(name).inc(count)
         for part, record in rest:
-            value = WindowedValue(record, MIN_TIMESTAMP, [GlobalWindow()])
+            value = GlobalWindows.windowed_value(record)
             yield value if part == CRAWL_FETCH else beam.pvalue.TaggedOutput(part, value)
 
 
@@ -91,7 +94,7 @@ class FetchSegment(beam.PTransform):
         self.settings, self.http, self.policy, self.now = settings, http, policy, now
         self.slots = max(1, slots)
 
-    def expand(self, generated):
+    def expand(self, generated: beam.PCollection[Record]) -> Dict[str, beam.PCollection]:
         results = (generated
                    | 'KeyBySlot' >> beam.ParDo(_KeyBySlotFn(
                        mode=self.settings.queue_mode, slots=self.slots, policy=self.policy))

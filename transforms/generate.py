@@ -8,27 +8,22 @@ Shape (the design card's "host-keyed GroupByKey with top-N combiners"):
 Without a per-host cap the global step is a plain Top-N combiner.
 """
 
-import socket
 from operator import itemgetter
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 
 import apache_beam as beam
 from apache_beam.transforms.combiners import ToList
-from apache_beam.transforms.window import GlobalWindow
-from apache_beam.utils.timestamp import MIN_TIMESTAMP
-from apache_beam.utils.windowed_value import WindowedValue
+from apache_beam.transforms.window import GlobalWindows
 
-from beamcrawl.transforms import metrics
-from beamcrawl.transforms.dbio import write_avro_file
-from beamcrawl.transforms.policy.generate import (GenerateSettings, assign_segments,
-                                        partition, scatter_key, sort_key)
+from beamcrawl.transforms import layout, metrics
+from beamcrawl.transforms.dbio import Record, write_avro_file
+from beamcrawl.transforms.dns import Resolver
+from beamcrawl.transforms.policy.generate import GenerateSettings, assign_segments, sort_key
+from beamcrawl.transforms.policy.partition import QUEUE_MODES, partition, queue_key, scatter_key
 from beamcrawl.transforms.policy.urls import UrlPolicy, host_of, scheme_host
 from beamcrawl.transforms.records import CRAWL_DATUM_SCHEMA, METADATA_GENERATE_TIME
 
-__all__ = ['SelectForFetch', 'WriteFetchLists', 'MarkGenerated', 'publish_fetch_lists',
-           'PART_MODES']
-
-PART_MODES = ('byHost', 'byDomain', 'byIP')
+__all__ = ['SelectForFetch', 'WriteFetchLists', 'MarkGenerated', 'complete_fetch_lists']
 
 
 def _truncate(items: list, keep: int) -> None:
@@ -97,7 +92,7 @@ class _SelectFn(beam.DoFn):
         self._counts.flush()
         for name, (total, items) in self._groups.items():
             _truncate(items, self.keep)
-            yield WindowedValue((name, (total, items)), MIN_TIMESTAMP, [GlobalWindow()])
+            yield GlobalWindows.windowed_value((name, (total, items)))
         self._groups = {}
 
 
@@ -180,7 +175,7 @@ class SelectForFetch(beam.PTransform):
         self.top_n, self.max_count, self.max_segments = top_n, max_count, max_segments
         self.count_mode, self.filter_urls = count_mode, filter_urls
 
-    def expand(self, crawldb):
+    def expand(self, crawldb: beam.PCollection[Record]) -> beam.PCollection[Tuple[int, Record]]:
         per_host = self.max_count > 0
         keep = None
         if per_host:
@@ -224,24 +219,14 @@ class _PartKeyFn(beam.DoFn):
         self.selected = metrics.counter(metrics.GENERATE_SELECTED)
 
     def setup(self):
-        self._ips: Dict[str, str] = {}
-
-    def _key(self, host: str) -> str:
-        if self.mode == 'byDomain':
-            return self.policy.domains.domain(host)
-        if self.mode == 'byIP':
-            if host not in self._ips:
-                try:
-                    self._ips[host] = socket.gethostbyname(host)
-                except (OSError, UnicodeError):
-                    self._ips[host] = ''     # unresolvable hosts share one part, as Nutch
-            return self._ips[host]
-        return host
+        self._resolve = Resolver()
 
     def process(self, item):
         segment, record = item
         self.selected.inc()
-        part = partition(self._key(host_of(record['url'])), self.num_parts)
+        key = queue_key(host_of(record['url']), self.mode, domain_of=self.policy.domains.domain,
+                        resolve=self._resolve)
+        part = partition(key or '', self.num_parts)   # unresolvable hosts share a part (Nutch)
         yield (segment, part), record
 
 
@@ -254,7 +239,7 @@ class _WritePartFn(beam.DoFn):
     def process(self, item):
         (segment, part), records = item
         records = sorted(records, key=lambda r: (scatter_key(r['url']), r['url']))
-        path = f'{self.part_dirs[segment]}/part-{part:05d}.avro'
+        path = layout.part_file(self.part_dirs[segment], part)
         write_avro_file(path, CRAWL_DATUM_SCHEMA, records)
         yield path
 
@@ -266,18 +251,18 @@ class WriteFetchLists(beam.PTransform):
     Args:
       part_dirs: {segment index: directory to write crawl_generate parts into}.
       num_parts: parts per segment (--num-fetchers).
-      mode: partition.url.mode, one of PART_MODES.
+      mode: partition.url.mode, one of QUEUE_MODES.
       policy: for the domain helper (byDomain).
     """
 
     def __init__(self, *, part_dirs: Dict[int, str], num_parts: int, mode: str,
                  policy: UrlPolicy):
         super().__init__()
-        if mode not in PART_MODES:
+        if mode not in QUEUE_MODES:
             raise ValueError(f'partition mode {mode!r}')
         self.part_dirs, self.num_parts, self.mode, self.policy = part_dirs, num_parts, mode, policy
 
-    def expand(self, assigned):
+    def expand(self, assigned: beam.PCollection[Tuple[int, Record]]) -> beam.PCollection[str]:
         return (assigned
                 | 'PartKey' >> beam.ParDo(_PartKeyFn(mode=self.mode, num_parts=self.num_parts,
                                                      policy=self.policy))
@@ -298,7 +283,7 @@ class MarkGenerated(beam.PTransform):
         super().__init__()
         self.selected, self.now = selected, now
 
-    def expand(self, crawldb):
+    def expand(self, crawldb: beam.PCollection[Record]) -> beam.PCollection[Record]:
         urls = self.selected | 'SelectedUrls' >> beam.Map(lambda item: (item[1]['url'], True))
         marker = str(self.now)
 
@@ -310,22 +295,16 @@ class MarkGenerated(beam.PTransform):
         return crawldb | 'Mark' >> beam.Map(mark, beam.pvalue.AsDict(urls))
 
 
-def publish_fetch_lists(crawl, names, num_parts: int):
-    """Driver side, after the pipeline: each segment that received records gets its missing
-    (empty) parts and its crawl_generate published; a segment that received none is removed.
-    Returns the paths of the segments made."""
-    from beamcrawl.transforms import layout   # driver-only helpers
-    made = []
-    for name in names:
-        tmp = crawl.part_tmp_dir(name, 'crawl_generate')
-        present = set(layout.list_files(f'{tmp}/part-*.avro'))
+def complete_fetch_lists(updates, num_parts: int) -> None:
+    """Driver side, after the pipeline, for each segment's SegmentUpdate: a segment that
+    received no URL is abandoned; the others get their missing parts as empty files, so that
+    every segment has num_parts fetch-list parts."""
+    for update in updates:
+        present = set(update.part_files(layout.CRAWL_GENERATE))
         if not present:
-            layout.delete(crawl.segment(name))
+            update.abandon()
             continue
-        for part in range(num_parts):
-            path = f'{tmp}/part-{part:05d}.avro'
+        for index in range(num_parts):
+            path = layout.part_file(update.tmp[layout.CRAWL_GENERATE], index)
             if path not in present:
                 write_avro_file(path, CRAWL_DATUM_SCHEMA, [])
-        crawl.publish_part(name, 'crawl_generate')
-        made.append(crawl.segment(name))
-    return made

@@ -9,6 +9,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.io.localfilesystem import LocalFileSystem
 
 from beamcrawl.transforms import metrics
+from beamcrawl.transforms.dbio import Record
 from beamcrawl.transforms.errors import InputError
 from beamcrawl.transforms.policy.inject import (InjectRules, SeedError, injected_datum, merge_injected,
                                       parse_seed_line, pick_last)
@@ -183,7 +184,7 @@ class Inject(beam.PTransform):
         self.filter_urls = filter_urls
         self.filter_normalize_all = filter_normalize_all
 
-    def expand(self, old_db):
+    def expand(self, old_db: beam.PCollection[Record]) -> beam.PCollection[Record]:
         seeds = (old_db.pipeline
                  | 'SeedFiles' >> beam.Create(list(enumerate(self.seed_paths)))
                  | 'ReadLines' >> beam.ParDo(_ReadLinesFn())

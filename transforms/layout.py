@@ -1,6 +1,8 @@
-"""The crawl directory (CONTRACT.md §3): every path, the update lock and atomic installs.
+"""The crawl directory (docs/crawl-dir.md): every path, the locks, and every publish.
 
-Nothing else in the project builds a crawl-dir path. Every file operation goes through
+Nothing else in the project builds a crawl-dir path, names a part or publishes output:
+`DbLayout.update()` writes a database version aside and installs it; `CrawlLayout.segment_update()`
+writes segment parts aside and publishes them, its marker part last. Every file operation goes through
 `apache_beam.io.filesystems.FileSystems`, so a crawl dir on a shared filesystem works on a
 cluster runner; the lock file is created exclusively (O_EXCL) where the filesystem is local.
 Locks and installs run in the driver program, never inside a DoFn.
@@ -12,13 +14,15 @@ old `current/` is untouched; between them `old/` holds the previous version, whi
 back to and the next updater moves back into place.
 """
 
+import contextlib
 import datetime
 import getpass
+import logging
 import os
 import socket
 import time
 import uuid
-from typing import List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 from apache_beam.io.filesystem import BeamIOError
 from apache_beam.io.filesystems import FileSystems
@@ -26,14 +30,30 @@ from apache_beam.io.localfilesystem import LocalFileSystem
 
 from beamcrawl.transforms.errors import InputError, LockedError
 
-__all__ = ['CrawlLayout', 'DbLayout', 'DbLock', 'PART_GLOB', 'exists', 'list_files',
-           'delete', 'mkdirs', 'rename']
+log = logging.getLogger('beamcrawl')
+
+__all__ = ['CrawlLayout', 'DbLayout', 'DbUpdate', 'SegmentUpdate', 'Lock', 'PART_GLOB',
+           'part_file', 'exists', 'list_files', 'delete', 'mkdirs', 'rename',
+           'CRAWL_GENERATE', 'CRAWL_FETCH', 'CONTENT', 'PARSE_TEXT', 'PARSE_DATA', 'CRAWL_PARSE',
+           'SEGMENT_PARTS', 'FETCH_PARTS', 'PARSE_PARTS']
+
+# The parts of a segment, by directory name.
+CRAWL_GENERATE, CRAWL_FETCH, CONTENT = 'crawl_generate', 'crawl_fetch', 'content'
+PARSE_TEXT, PARSE_DATA, CRAWL_PARSE = 'parse_text', 'parse_data', 'crawl_parse'
+SEGMENT_PARTS = (CRAWL_GENERATE, CRAWL_FETCH, CONTENT, PARSE_TEXT, PARSE_DATA, CRAWL_PARSE)
+# What fetch and parse publish, in publishing order: the last one marks the step done.
+FETCH_PARTS = (CONTENT, CRAWL_FETCH)
+PARSE_PARTS = (PARSE_TEXT, PARSE_DATA, CRAWL_PARSE)
 
 PART_GLOB = 'part-*.avro'
 APPLIED = '_applied_segments'      # inside a db version: segments already merged into it
-PART_PREFIX = 'part'
-PART_SUFFIX = '.avro'
 _TMP_PREFIX = '.tmp-'
+_LOCK_NAME = '.locked'
+
+
+def part_file(directory: str, index: int) -> str:
+    """The path of part number `index` in a part directory: part-NNNNN.avro."""
+    return FileSystems.join(directory, f'part-{index:05d}.avro')
 
 
 def _join(*parts: str) -> str:
@@ -75,16 +95,18 @@ def _is_local(path: str) -> bool:
     return isinstance(FileSystems.get_filesystem(path), LocalFileSystem)
 
 
-class DbLock:
-    """The `.locked` file of a database, held while an update runs.
+class Lock:
+    """A `.locked` file, held while one process changes what it guards (a database, a segment).
 
-    Used as a context manager. A second updater finds the file and gets a LockedError that names
-    it. The file records who holds it, so a stale lock left by a killed process can be told apart.
+    Used as a context manager. A second process finds the file and gets a LockedError that names
+    it and its holder. The file records who holds it, so a stale lock left by a killed process
+    can be told apart. `what` names the guarded work in that message.
     """
 
-    def __init__(self, path: str, command: str = ''):
+    def __init__(self, path: str, command: str = '', what: str = 'another update'):
         self.path = path
         self.command = command
+        self.what = what
         self._held = False
 
     def _describe(self) -> bytes:
@@ -116,16 +138,16 @@ class DbLock:
         except (IOError, BeamIOError):
             pass
         return LockedError(
-            f'{self.path} exists: another update is running'
-            f'{" (" + holder + ")" if holder else ""}; if no update is running, '
-            f'a killed one left it behind: delete {self.path} and run again')
+            f'lock {self.path} is held: {self.what} is running'
+            f'{" (" + holder + ")" if holder else ""}; if it is not, a killed run left the lock '
+            f'behind: delete {self.path} and run again')
 
     def release(self) -> None:
         if self._held:
             delete(self.path)
             self._held = False
 
-    def __enter__(self) -> 'DbLock':
+    def __enter__(self) -> 'Lock':
         self.acquire()
         return self
 
@@ -141,10 +163,32 @@ class DbLayout:
         self.kind = kind
         self.current = _join(path, 'current')
         self.old = _join(path, 'old')
-        self.lock_path = _join(path, '.locked')
+        self.lock_path = _join(path, _LOCK_NAME)
 
-    def lock(self, command: str = '') -> DbLock:
-        return DbLock(self.lock_path, command)
+    def lock(self, command: str = '') -> Lock:
+        return Lock(self.lock_path, command, f'another update of the {self.kind}')
+
+    @contextlib.contextmanager
+    def update(self, *, keep_backup: bool, command: str) -> Iterator['DbUpdate']:
+        """Holds the lock, recovers a cut-off install, and yields a DbUpdate whose `dir` the new
+        version is written into. When the block ends without error the version is installed
+        (unless discarded); otherwise it is removed and the current version stays."""
+        with self.lock(command):
+            self.recover()
+            new = DbUpdate(self.new_version_dir())
+            try:
+                yield new
+            except BaseException:
+                delete(new.dir)
+                raise
+            if new.discarded:
+                delete(new.dir)
+                return
+            if not list_files(_join(new.dir, PART_GLOB)):
+                delete(new.dir)
+                raise RuntimeError(f'{new.dir}: the pipeline wrote no part file; not installed')
+            self.install(new.dir, keep_backup=keep_backup)
+            log.info('installed %s', self.current)
 
     def readable_dir(self) -> Optional[str]:
         """The version to read: current/, or old/ if an install was cut off; None if empty."""
@@ -212,6 +256,49 @@ class DbLayout:
             delete(self.old)
 
 
+class DbUpdate:
+    """A database version being written (see DbLayout.update)."""
+
+    def __init__(self, directory: str):
+        self.dir = directory
+        self.discarded = False
+
+    def discard(self) -> None:
+        """Do not install this version (nothing changed)."""
+        self.discarded = True
+
+
+class SegmentUpdate:
+    """Parts of one segment being written (see CrawlLayout.segment_update). `tmp[part]` is the
+    directory to write a part into."""
+
+    def __init__(self, crawl: 'CrawlLayout', segment: str, parts: Sequence[str]):
+        self.crawl = crawl
+        self.segment = segment
+        self.parts = tuple(parts)
+        self.tmp: Dict[str, str] = {p: crawl.part_tmp_dir(segment, p) for p in self.parts}
+        self.abandoned = False
+
+    def part_files(self, part: str) -> List[str]:
+        """The part files written so far into a part's temporary directory."""
+        return list_files(_join(self.tmp[part], PART_GLOB))
+
+    def abandon(self) -> None:
+        """Publish nothing and remove the segment (generate: a segment that got no URL)."""
+        self.abandoned = True
+
+    def _publish(self) -> None:
+        for part in self.parts:
+            final = self.crawl.segment_part(self.segment, part)
+            if FileSystems.exists(final):
+                raise RuntimeError(f'{final} exists already')
+            rename(self.tmp[part], final)
+
+    def _clean(self) -> None:
+        for path in self.tmp.values():
+            delete(path)
+
+
 def _children(directory: str) -> List[str]:
     """Immediate children (files and directories) of a directory."""
     if _is_local(directory):
@@ -226,8 +313,7 @@ def _children(directory: str) -> List[str]:
 class CrawlLayout:
     """Every path of a crawl directory."""
 
-    SEGMENT_PARTS = ('crawl_generate', 'crawl_fetch', 'content', 'parse_text', 'parse_data',
-                     'crawl_parse')
+    SEGMENT_PARTS = SEGMENT_PARTS
 
     def __init__(self, crawl_dir: str):
         self.root = crawl_dir.rstrip('/') if len(crawl_dir) > 1 else crawl_dir
@@ -302,13 +388,35 @@ class CrawlLayout:
             raise ValueError(part)
         return _join(self.segment(segment), f'{_TMP_PREFIX}{part}')
 
-    def publish_part(self, segment: str, part: str) -> str:
-        """Renames a complete part from its temporary directory into place."""
-        final = self.segment_part(segment, part)
-        if FileSystems.exists(final):
-            raise RuntimeError(f'{final} exists already')
-        rename(self.part_tmp_dir(segment, part), final)
-        return final
+    def segment_lock(self, segment: str, command: str = '') -> Lock:
+        """The lock a stage holds while it writes parts of a segment: one writer per segment."""
+        return Lock(_join(self.segment(segment), _LOCK_NAME), command,
+                    f'another {command or "run"} of segment {segment}')
+
+    @contextlib.contextmanager
+    def segment_update(self, segment: str, parts: Sequence[str], command: str
+                       ) -> Iterator[SegmentUpdate]:
+        """Holds the segment's lock and yields a SegmentUpdate whose `tmp[part]` directories the
+        parts are written into (cleared first: left by a killed run). When the block ends
+        without error the parts are published in the given order (the marker part last);
+        otherwise they are removed, and so is a segment left with no part at all."""
+        with self.segment_lock(segment, command):
+            marker = parts[-1]
+            if self.has_part(segment, marker):      # another run finished it meanwhile
+                raise InputError(f'{self.segment(segment)}: already has {marker}')
+            update = SegmentUpdate(self, segment, parts)
+            update._clean()
+            try:
+                yield update
+                if update.abandoned:
+                    delete(self.segment(segment))
+                else:
+                    update._publish()
+            except BaseException:
+                update._clean()
+                if not any(self.has_part(segment, p) for p in self.SEGMENT_PARTS):
+                    delete(self.segment(segment))
+                raise
 
     def scratch_dir(self, what: str) -> str:
         """A fresh scratch directory for a reader's pipeline output (caller deletes it)."""

@@ -1,18 +1,17 @@
 """The LinkDb as Beam transforms: parse_data → inverted links, merged into the linkdb."""
 
 import gc
-from typing import Optional
+from typing import List, Optional, Tuple
 
 import apache_beam as beam
 
-from apache_beam.transforms.window import GlobalWindow
-from apache_beam.utils.timestamp import MIN_TIMESTAMP
-from apache_beam.utils.windowed_value import WindowedValue
+from apache_beam.transforms.window import GlobalWindows
 
 from beamcrawl.transforms import metrics
-from beamcrawl.transforms.dbio import iter_records, write_avro_file
-from beamcrawl.transforms.policy.generate import partition
-from beamcrawl.transforms.policy.linkdb import LinkRules, cap_inlinks, invert
+from beamcrawl.transforms.dbio import Record, iter_records, write_avro_file
+from beamcrawl.transforms.layout import part_file
+from beamcrawl.transforms.policy.partition import partition
+from beamcrawl.transforms.policy.linkdb import LinkRules, Pair, cap_inlinks, invert
 from beamcrawl.transforms.policy.urls import UrlPolicy
 from beamcrawl.transforms.records import INLINKS_SCHEMA, inlink_pairs, inlinks as inlinks_record
 
@@ -58,7 +57,7 @@ class _InvertFn(beam.DoFn):
         self._count = 0
 
     def finish_bundle(self):
-        metrics.counter('linkdb.inverted_links').inc(self._count)
+        metrics.counter(metrics.LINKDB_INVERTED).inc(self._count)
 
     def process(self, parse_data):
         links = ((o['to_url'], o['anchor']) for o in parse_data['outlinks'])
@@ -84,7 +83,8 @@ class InvertLinks(beam.PTransform):
         self.rules, self.policy = rules, policy
         self.normalize, self.filter_urls = normalize, filter_urls
 
-    def expand(self, parse_data):
+    def expand(self, parse_data: beam.PCollection[Record]
+               ) -> beam.PCollection[Tuple[str, List[Pair]]]:
         return (parse_data
                 | 'Invert' >> beam.ParDo(_InvertFn(self.rules, self.policy, self.normalize,
                                                    self.filter_urls))
@@ -100,7 +100,8 @@ class MergeInlinks(beam.PTransform):
         super().__init__()
         self.max_inlinks = max_inlinks
 
-    def expand(self, inputs):
+    def expand(self, inputs: Tuple[beam.PCollection[Record], beam.PCollection[Tuple[str, List[Pair]]]]
+               ) -> beam.PCollection[Record]:
         linkdb, inverted = inputs
         existing = linkdb | 'KeyExisting' >> beam.Map(
             lambda r: (r['url'], [(i['from_url'], i['anchor']) for i in r['inlinks']]))
@@ -153,9 +154,9 @@ class _InvertByPartitionFn(beam.DoFn):
     def finish_bundle(self):
         if self._gc_was_enabled:
             gc.enable()
-        metrics.counter('linkdb.inverted_links').inc(self._count)
+        metrics.counter(metrics.LINKDB_INVERTED).inc(self._count)
         for index, targets in self._parts.items():
-            yield WindowedValue((index, ('new', targets)), MIN_TIMESTAMP, [GlobalWindow()])
+            yield GlobalWindows.windowed_value((index, ('new', targets)))
         self._parts = {}
 
 
@@ -186,11 +187,11 @@ class _MergePartitionFn(beam.DoFn):
                     new.setdefault(target, set()).update(pairs)
             elif kind == 'old':
                 old_records.append(value)
-        path = f'{self.out_dir}/part-{index:05d}.avro'
+        path = part_file(self.out_dir, index)
         old_path = self.old_parts.get(index)
         records = (iter_records([old_path]) if old_path else iter(old_records))
         write_avro_file(path, INLINKS_SCHEMA, self._merged(records, new))
-        metrics.counter('linkdb.parts_written').inc()
+        metrics.counter(metrics.LINKDB_PARTS_WRITTEN).inc()
         yield path
 
     def _merged(self, old_records, new):
@@ -225,7 +226,7 @@ class UpdateLinkDb(beam.PTransform):
         self.partitions, self.old_parts, self.old_records = partitions, old_parts, old_records
         self.out_dir = out_dir
 
-    def expand(self, parse_data):
+    def expand(self, parse_data: beam.PCollection[Record]) -> beam.PCollection[str]:
         n = self.partitions
         streams = [
             parse_data | 'InvertByPartition' >> beam.ParDo(_InvertByPartitionFn(

@@ -1,4 +1,9 @@
-"""Counter names, in one place. Every per-URL outcome increments one of these."""
+"""Counter names, in one place. Every per-URL outcome increments one of these.
+
+A name ending in a dot is a family: the code appends a value from a fixed set (a status name, a
+rejection reason, ...), given in the comment. tests/test_metrics.py checks that the code uses
+no counter name that is not declared here.
+"""
 
 import collections
 
@@ -28,7 +33,33 @@ GENERATE_OVER_LIMIT = 'generate.over_limit'     # due, but topN × maxNumSegment
 GENERATE_HOST_CAPPED = 'generate.host_capped'   # due, but its host/domain was full everywhere
 GENERATE_HOSTS_AFFECTED = 'generate.hosts_capped'  # hosts/domains that hit the cap
 
+# fetch
+FETCH_STATUS = 'fetch.status.'                  # + the crawl_fetch status of each generated URL
+FETCH_PROTOCOL = 'fetch.protocol.'              # + its protocol status (success, notfetching...)
+FETCH_ROBOTS = 'fetch.robots.'                  # + robots.txt kind per site: parsed, allow_all,
+                                                #   deny_all, unavailable
+FETCH_REDIRECT_FOLLOWED = 'fetch.redirect.followed'    # redirect targets fetched in this run
+FETCH_REDIRECT_DUPLICATE = 'fetch.redirect.duplicate'  # targets already in this fetch, skipped
+FETCH_REDIRECT_RECORDED = 'fetch.redirect.recorded'    # targets written as `linked` records
+FETCH_REDIRECT_EXCEEDED = 'fetch.redirect.exceeded'    # chains cut at http.redirect.max
+
+# parse
+PARSE_STATUS = 'parse.status.'                  # + success, success_redirect, failed, notparsed
+PARSE_SKIPPED_NOT_SUCCESS = 'parse.skipped.not_success'  # content with an HTTP code other than 200
+PARSE_SKIPPED_TRUNCATED = 'parse.skipped.truncated'      # truncated (parser.skip.truncated)
+PARSE_OUTLINKS = 'parse.outlinks'               # outlinks kept (after normalize/filter/limits)
+
+# updatedb
+UPDATEDB_PURGED_GONE = 'updatedb.purged_gone'   # db_gone records dropped (db.update.purge.404)
+UPDATEDB_DROPPED = 'updatedb.dropped_'          # + malformed or filtered (--normalize/--filter)
+UPDATEDB_OUTCOME = 'updatedb.'                  # + added, updated, unchanged, notfetching,
+                                                #   not_added, dropped
+UPDATEDB_STATUS = 'updatedb.status.'            # + the new record's status
 CRAWLDB_RECORDS = 'crawldb.records'             # records written to the new crawldb
+
+# invertlinks
+LINKDB_INVERTED = 'linkdb.inverted_links'       # (target, inlink) pairs produced
+LINKDB_PARTS_WRITTEN = 'linkdb.parts_written'   # linkdb partitions written
 
 
 def counter(name: str):

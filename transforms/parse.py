@@ -9,27 +9,23 @@ parser.timeout.
 import concurrent.futures
 import dataclasses
 import logging
-from typing import Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 import apache_beam as beam
 
-from beamcrawl.transforms import layout, metrics
-from beamcrawl.transforms.dbio import WriteParts
-from beamcrawl.transforms.errors import UserError
+from beamcrawl.transforms import metrics
+from beamcrawl.transforms.dbio import Record, WriteParts
+from beamcrawl.transforms.layout import CRAWL_PARSE, PARSE_DATA, PARSE_PARTS, PARSE_TEXT
 from beamcrawl.transforms.policy.html import Parse, parse_document
 from beamcrawl.transforms.policy.outlinks import OutlinkRules, filter_outlinks
-from beamcrawl.transforms.policy.robots import agent_names
 from beamcrawl.transforms.policy.scoring import CRAWL_SCORE_KEY, OpicScoring
-from beamcrawl.transforms.policy.signature import signature, signature_kind
+from beamcrawl.transforms.policy.signature import signature
 from beamcrawl.transforms.policy.urls import UrlPolicy, choose_repr
 from beamcrawl.transforms.records import SCHEMAS, crawl_datum, parse_data, parse_text
 
-__all__ = ['ParseSettings', 'ParseContent', 'PARSE_TEXT', 'PARSE_DATA', 'CRAWL_PARSE',
-           'parse_settings', 'write_parse_outputs', 'publish_parse_outputs']
+__all__ = ['ParseSettings', 'ParseContent', 'write_parse_outputs']
 
 log = logging.getLogger('beamcrawl')
-PARSE_TEXT, PARSE_DATA, CRAWL_PARSE = 'parse_text', 'parse_data', 'crawl_parse'
-PARTS = (PARSE_TEXT, PARSE_DATA, CRAWL_PARSE)      # crawl_parse last: it marks "parsed"
 _PERM_REFRESH_SECONDS = 5      # a shorter meta refresh counts as a temporary redirect (Nutch)
 
 
@@ -46,19 +42,6 @@ class ParseSettings:
     filter_urls: bool
     agents: Tuple[str, ...]
     scoring: OpicScoring
-
-    @classmethod
-    def from_config(cls, cfg) -> 'ParseSettings':
-        return cls(signature_kind=signature_kind(cfg['db.signature.class']),
-                   min_token_len=cfg['db.signature.text_profile.min_token_len'],
-                   quant_rate=cfg['db.signature.text_profile.quant_rate'],
-                   skip_truncated=cfg['parser.skip.truncated'],
-                   timeout_s=cfg['parser.timeout'],
-                   interval_default=cfg['db.fetch.interval.default'],
-                   outlinks=OutlinkRules.from_config(cfg),
-                   normalize=cfg['parse.normalize.urls'], filter_urls=cfg['parse.filter.urls'],
-                   agents=agent_names(cfg['http.agent.name'], cfg['http.robots.agents']),
-                   scoring=OpicScoring.from_config(cfg))
 
 
 class _ParseFn(beam.DoFn):
@@ -99,13 +82,13 @@ class _ParseFn(beam.DoFn):
     def process(self, content):
         url = content['url']
         if content['http_code'] != 200:
-            self._counts.inc('parse.skipped.not_success')
+            self._counts.inc(metrics.PARSE_SKIPPED_NOT_SUCCESS)
             return
         if content['truncated'] and self.settings.skip_truncated:
-            self._counts.inc('parse.skipped.truncated')
+            self._counts.inc(metrics.PARSE_SKIPPED_TRUNCATED)
             return
         parse = self._parse(content)
-        self._counts.inc(f'parse.status.{parse.status}')
+        self._counts.inc(metrics.PARSE_STATUS + parse.status)
         if parse.status in ('failed', 'notparsed'):
             parse = Parse(parse.status, metadata=parse.metadata)
         outlinks = filter_outlinks(url, parse.outlinks, self.settings.outlinks, self.policy,
@@ -132,7 +115,7 @@ class _ParseFn(beam.DoFn):
         for target, share in zip(targets, shares):
             yield crawl_datum(target, 'linked', fetch_time=self.now,
                               fetch_interval=s.interval_default, score=share)
-        self._counts.inc('parse.outlinks')
+        self._counts.inc(metrics.PARSE_OUTLINKS, len(outlinks))
 
     def _refresh_target(self, url: str, parse: Parse) -> Optional[dict]:
         if parse.refresh is None:
@@ -162,7 +145,7 @@ class ParseContent(beam.PTransform):
         super().__init__()
         self.settings, self.policy, self.now = settings, policy, now
 
-    def expand(self, contents):
+    def expand(self, contents: beam.PCollection[Record]) -> Dict[str, beam.PCollection[Record]]:
         out = contents | 'Parse' >> beam.ParDo(_ParseFn(
             settings=self.settings, policy=self.policy, now=self.now)).with_outputs(
                 PARSE_TEXT, PARSE_DATA, main=CRAWL_PARSE)
@@ -170,25 +153,8 @@ class ParseContent(beam.PTransform):
                 CRAWL_PARSE: out[CRAWL_PARSE]}
 
 
-# -- driver side: settings and the segment parts ----------------------------------------------
-def parse_settings(cfg) -> ParseSettings:
-    """ParseSettings from a Config; a bad value is a user error."""
-    try:
-        return ParseSettings.from_config(cfg)
-    except ValueError as e:
-        raise UserError(str(e)) from None
 
-
-def write_parse_outputs(crawl, segment: str, outputs) -> dict:
-    """Writes the parse PCollections aside; returns {part: temporary directory}."""
-    tmp = {part: crawl.part_tmp_dir(segment, part) for part in PARTS}
-    for part in PARTS:
-        layout.delete(tmp[part])
-        _ = outputs[part] | f'Write_{part}' >> WriteParts(tmp[part], SCHEMAS[part])
-    return tmp
-
-
-def publish_parse_outputs(crawl, segment: str) -> None:
-    """After the pipeline: publishes the parts, crawl_parse last."""
-    for part in PARTS:
-        crawl.publish_part(segment, part)
+def write_parse_outputs(outputs, update) -> None:
+    """Writes the parse PCollections into a SegmentUpdate's temporary part directories."""
+    for part in PARSE_PARTS:
+        _ = outputs[part] | f'Write_{part}' >> WriteParts(update.tmp[part], SCHEMAS[part])

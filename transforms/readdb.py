@@ -5,11 +5,12 @@ import io
 import json
 import math
 import re
-from typing import Iterable, List, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 import apache_beam as beam
 from apache_beam.transforms.stats import ApproximateQuantiles
 
+from beamcrawl.transforms.dbio import Record
 from beamcrawl.transforms.policy.urls import MalformedUrl
 from beamcrawl.transforms.records import STATUS_CODES
 from beamcrawl.transforms.runtime import format_time
@@ -100,7 +101,7 @@ class CrawlDbStats(beam.PTransform):
         super().__init__()
         self.quantiles = tuple(quantiles)
 
-    def expand(self, records):
+    def expand(self, records: beam.PCollection[Record]) -> beam.PCollection[Dict[str, Any]]:
         stats = records | 'Stats' >> beam.CombineGlobally(_StatsCombineFn())
         buckets = (records
                    | 'Scores' >> beam.Map(lambda r: r['score'])
@@ -119,7 +120,7 @@ class FilterRecords(beam.PTransform):
         self.status = status.lower() if status else None
         self.regex = regex
 
-    def expand(self, records):
+    def expand(self, records: beam.PCollection[Record]) -> beam.PCollection[Record]:
         status, regex = self.status, re.compile(self.regex) if self.regex else None
         return records | 'Filter' >> beam.Filter(
             lambda r: (status is None or r['status'] == status)
@@ -158,7 +159,7 @@ class DumpLines(beam.PTransform):
             raise ValueError(fmt)
         self.fmt = fmt
 
-    def expand(self, records):
+    def expand(self, records: beam.PCollection[Record]) -> beam.PCollection[str]:
         if self.fmt == 'csv':
             return records | 'Csv' >> beam.Map(_csv_line)
         return records | 'Json' >> beam.Map(
@@ -174,7 +175,7 @@ class TopScores(beam.PTransform):
         self.n = n
         self.min_score = min_score
 
-    def expand(self, records):
+    def expand(self, records: beam.PCollection[Record]) -> beam.PCollection[str]:
         min_score = self.min_score
         return (records
                 | 'AboveMin' >> beam.Filter(lambda r: r['score'] >= min_score)

@@ -5,9 +5,12 @@ normalized and filtered (Nutch's map phase), grouped by URL and merged by the pu
 `policy.updatedb.merge_url`.
 """
 
+from typing import Tuple
+
 import apache_beam as beam
 
 from beamcrawl.transforms import metrics
+from beamcrawl.transforms.dbio import Record
 from beamcrawl.transforms.policy.updatedb import UpdateRules, merge_url
 from beamcrawl.transforms.policy.urls import UrlPolicy
 from beamcrawl.transforms.records import DB_STATUSES, FETCH_STATUSES, pack_datum, unpack_datum
@@ -45,14 +48,14 @@ class _MapFn(beam.DoFn):
     def process(self, item):
         kind, record = item
         if self.purge_gone and record['status'] == 'db_gone':
-            self._counts.inc('updatedb.purged_gone')
+            self._counts.inc(metrics.UPDATEDB_PURGED_GONE)
             return
         url = record['url']
         if self.normalize or self.filter_urls:
             url, reason = self.policy.clean(url, normalize=self.normalize,
                                             filter=self.filter_urls)
             if url is None:
-                self._counts.inc(f'updatedb.dropped_{reason}')
+                self._counts.inc(metrics.UPDATEDB_DROPPED + reason)
                 return
             if url != record['url']:
                 record = dict(record, url=url)
@@ -76,9 +79,9 @@ class _MergeFn(beam.DoFn):
             buckets[kind].append(unpack_datum(packed))
         record, outcome = merge_url(buckets[OLD], buckets[FETCH], buckets[LINK],
                                     buckets[SIGNATURE], self.now, self.rules)
-        self._counts.inc(f'updatedb.{outcome}')
+        self._counts.inc(metrics.UPDATEDB_OUTCOME + outcome)
         if record is not None:
-            self._counts.inc(f'updatedb.status.{record["status"]}')
+            self._counts.inc(metrics.UPDATEDB_STATUS + record['status'])
             yield record
 
 
@@ -100,7 +103,8 @@ class UpdateCrawlDb(beam.PTransform):
         self.rules, self.policy, self.now = rules, policy, now
         self.purge_gone, self.normalize, self.filter_urls = purge_gone, normalize, filter_urls
 
-    def expand(self, inputs):
+    def expand(self, inputs: Tuple[beam.PCollection[Record], beam.PCollection[Record]]
+               ) -> beam.PCollection[Record]:
         crawldb, segment_records = inputs
         old = crawldb | 'TagOld' >> beam.Map(
             lambda r: (OLD, r) if r['status'] in DB_STATUSES else None) \

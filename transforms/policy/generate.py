@@ -6,8 +6,6 @@
   first, then the smaller URL. Nutch leaves ties in no defined order.
 * `assign_segments(...)`: the SelectorReducer walk of §3.3 over one globally sorted list, so
   topN is exact (Nutch splits topN evenly over its reducers and can select fewer).
-* `partition(...)`, `scatter_key(...)`: which fetch-list part a URL goes to (all URLs of a host
-  or domain together), and the order inside a part that interleaves hosts.
 * `segment_names(...)`: unique, increasing segment names without sleeping.
 
 Decision on Nutch quirk A.8: when a host moves to the next segment the count there starts at 1
@@ -17,15 +15,14 @@ segment exceeds topN and no host exceeds generate.max.count in any segment.
 
 import dataclasses
 import datetime
-import zlib
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from beamcrawl.transforms.policy.schedule import should_fetch
 from beamcrawl.transforms.policy.scoring import OpicScoring
 from beamcrawl.transforms.records import METADATA_GENERATE_TIME, STATUS_CODES
 
-__all__ = ['GenerateSettings', 'sort_key', 'assign_segments', 'Assignment', 'partition',
-           'scatter_key', 'segment_names', 'REJECT_REASONS']
+__all__ = ['GenerateSettings', 'sort_key', 'assign_segments', 'Assignment',
+           'segment_names', 'REJECT_REASONS']
 
 # Rejection reasons, in the order the checks run; each has a counter generate.rejected.<reason>.
 REJECT_REASONS = ('filtered', 'not_due', 'generate_locked', 'status_restricted',
@@ -41,13 +38,11 @@ class GenerateSettings:
     min_interval: int            # generate.min.interval, s (-1 = none)
 
     @classmethod
-    def from_config(cls, cfg) -> 'GenerateSettings':
-        restrict = cfg['generate.restrict.status']
-        if restrict and restrict.lower() not in STATUS_CODES:
-            raise ValueError(f'generate.restrict.status={restrict}: not a status name')
-        return cls(max_interval=cfg['db.fetch.interval.max'], gen_delay=cfg['crawl.gen.delay'],
-                   restrict_status=restrict.lower(), min_score=cfg['generate.min.score'],
-                   min_interval=cfg['generate.min.interval'])
+    def create(cls, *, restrict_status: str, **fields) -> 'GenerateSettings':
+        """The settings, checked: ValueError for a status name that does not exist."""
+        if restrict_status and restrict_status.lower() not in STATUS_CODES:
+            raise ValueError(f'generate.restrict.status={restrict_status}: not a status name')
+        return cls(restrict_status=restrict_status.lower(), **fields)
 
     def check(self, record: dict, now: int) -> Tuple[str, dict]:
         """('' and the fetch-list copy of the record) or (rejection reason, record)."""
@@ -131,20 +126,6 @@ def assign_segments(items: Iterable[Tuple[str, str]], *, top_n: Optional[int], m
         out.segments[url] = seg
         count += 1
     return out
-
-
-def partition(key: str, num_parts: int) -> int:
-    """Part index of a host/domain/IP key: a stable hash (not Python's salted hash())."""
-    return zlib.crc32(key.encode('utf-8')) % num_parts
-
-
-def scatter_key(url: str) -> int:
-    """Nutch's URL-hash order inside a part: h = 31*h + b over the URL bytes, last byte first,
-    as a 32-bit signed int. Sorting by it interleaves hosts."""
-    h = 0
-    for b in reversed(url.encode('utf-8')):
-        h = (31 * h + (b - 256 if b > 127 else b)) & 0xffffffff
-    return h - (1 << 32) if h & 0x80000000 else h
 
 
 def segment_names(existing: Sequence[str], now: int, count: int) -> List[str]:

@@ -98,14 +98,6 @@ class InjectRules:
     update: bool
     purge_gone: bool
 
-    @classmethod
-    def from_config(cls, cfg, *, overwrite: bool = False, update: bool = False) -> 'InjectRules':
-        """From a loaded Config; the command-line flags can only turn overwrite/update on."""
-        return cls(score_injected=cfg['db.score.injected'],
-                   interval_default=cfg['db.fetch.interval.default'],
-                   overwrite=overwrite or cfg['db.injector.overwrite'],
-                   update=update or cfg['db.injector.update'],
-                   purge_gone=cfg['db.update.purge.404'])
 
 
 def injected_datum(url: str, seed: SeedLine, rules: InjectRules, now: int) -> dict:

@@ -25,11 +25,9 @@ class LinkRules:
     max_inlinks: int             # linkdb.max.inlinks
 
     @classmethod
-    def from_config(cls, cfg) -> 'LinkRules':
-        rules = cls(ignore_internal=cfg['linkdb.ignore.internal.links'],
-                    ignore_external=cfg['linkdb.ignore.external.links'],
-                    max_anchor_length=cfg['linkdb.max.anchor.length'],
-                    max_inlinks=cfg['linkdb.max.inlinks'])
+    def create(cls, **fields) -> 'LinkRules':
+        """The rules, checked: ValueError when they would keep no link at all."""
+        rules = cls(**fields)
         if rules.ignore_internal and rules.ignore_external:
             raise ValueError('linkdb.ignore.internal.links and linkdb.ignore.external.links are '
                              'both true: no link would be kept; set one of them to false')

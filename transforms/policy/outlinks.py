@@ -21,13 +21,6 @@ class OutlinkRules:
     ignore_external: bool        # db.ignore.external.links
     by_domain: bool              # db.ignore.external.links.mode == byDomain
 
-    @classmethod
-    def from_config(cls, cfg) -> 'OutlinkRules':
-        return cls(max_outlinks=cfg['db.max.outlinks.per.page'],
-                   max_length=cfg['db.max.outlink.length'],
-                   ignore_internal=cfg['db.ignore.internal.links'],
-                   ignore_external=cfg['db.ignore.external.links'],
-                   by_domain=cfg['db.ignore.external.links.mode'] == 'byDomain')
 
     def ignored(self, source: str, target: str, policy: UrlPolicy) -> bool:
         """The internal/external ignore rules, on the raw target."""

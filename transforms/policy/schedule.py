@@ -16,7 +16,7 @@ from typing import Dict, Mapping, Optional, Tuple
 __all__ = ['should_fetch', 'MS_PER_S', 'STATE_UNKNOWN', 'STATE_MODIFIED', 'STATE_NOTMODIFIED',
            'FetchSchedule', 'DefaultFetchSchedule', 'AdaptiveFetchSchedule',
            'MimeAdaptiveFetchSchedule', 'parse_host_intervals', 'parse_mime_rates',
-           'SCHEDULE_KINDS', 'schedule_kind', 'schedule_from_config']
+           'SCHEDULE_KINDS', 'schedule_kind']
 
 MS_PER_S = 1000
 DAY_MS = 86400 * 1000
@@ -266,30 +266,3 @@ def parse_mime_rates(text: str, source: str = 'adaptive-mimetypes.txt'
             problems.append(f'{source}:{lineno}: rates must be numbers, skipped')
     return rates, problems
 
-
-def schedule_from_config(cfg) -> Tuple[FetchSchedule, list]:
-    """(the configured schedule, [problems in its rule files]); ValueError for a bad class."""
-    kind = schedule_kind(cfg['db.fetch.schedule.class'])
-    base = dict(default_interval=cfg['db.fetch.interval.default'],
-                max_interval=cfg['db.fetch.interval.max'])
-    if kind == 'default':
-        return DefaultFetchSchedule(**base), []
-    lo, hi = (cfg['db.fetch.schedule.adaptive.min_interval'],
-              cfg['db.fetch.schedule.adaptive.max_interval'])
-    problems: list = []
-    hosts: dict = {}
-    text = cfg.resource_text('db.fetch.schedule.adaptive.host.file')
-    if text is not None:
-        hosts, problems = parse_host_intervals(
-            text, min_interval_s=lo, max_interval_s=hi,
-            source=cfg['db.fetch.schedule.adaptive.host.file'])
-    adaptive = dict(base, inc_rate=cfg['db.fetch.schedule.adaptive.inc_rate'],
-                    dec_rate=cfg['db.fetch.schedule.adaptive.dec_rate'], min_interval_s=lo,
-                    max_interval_s=hi, sync_delta=cfg['db.fetch.schedule.adaptive.sync_delta'],
-                    sync_delta_rate=cfg['db.fetch.schedule.adaptive.sync_delta_rate'],
-                    host_intervals=hosts)
-    if kind == 'adaptive':
-        return AdaptiveFetchSchedule(**adaptive), problems
-    rates, mime_problems = parse_mime_rates(cfg.resource_text('db.fetch.schedule.mime.file') or '',
-                                            source=cfg['db.fetch.schedule.mime.file'])
-    return MimeAdaptiveFetchSchedule(mime_rates=rates, **adaptive), problems + mime_problems

@@ -23,11 +23,6 @@ class OpicScoring:
     link_external: float = 1.0     # db.score.link.external
     count_filtered: bool = False   # db.score.count.filtered
 
-    @classmethod
-    def from_config(cls, cfg) -> 'OpicScoring':
-        return cls(link_internal=cfg['db.score.link.internal'],
-                   link_external=cfg['db.score.link.external'],
-                   count_filtered=cfg['db.score.count.filtered'])
 
     def initial_score(self) -> float:
         return 0.0

@@ -9,7 +9,7 @@ filters, `policy.clean(url)` does both and returns (url or None, reason).
 import re
 import urllib.parse
 import xml.etree.ElementTree as ET
-from typing import List, Mapping, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from beamcrawl.transforms.policy.domains import DomainHelper, choose_repr  # re-exported
 from beamcrawl.transforms.policy.urlparts import MalformedUrl, host_of, scheme_host, split_url  # re-exported
@@ -287,22 +287,6 @@ class UrlPolicy:
         self.schemes = frozenset(s.lower() for s in schemes)
         self.domains = domains
 
-    @classmethod
-    def from_config(cls, cfg: Mapping) -> 'UrlPolicy':
-        """Builds the policy from a loaded Config (rule files are read here, in the driver)."""
-        domains = DomainHelper(cfg['domain.extra.suffixes'])
-        normalize_text = cfg.resource_text('urlnormalizer.regex.file')
-        filter_text = cfg.resource_text('urlfilter.regex.file')
-        return cls(
-            basic=BasicNormalizer(cfg['urlnormalizer.basic.host.idn'],
-                                  cfg['urlnormalizer.basic.host.trim-trailing-dot']),
-            regex_normalizer=(RegexNormalizer.parse(normalize_text, cfg['urlnormalizer.regex.file'])
-                              if normalize_text is not None else None),
-            loop_count=cfg['urlnormalizer.loop.count'],
-            regex_filter=(RegexFilter.parse(filter_text, domains, cfg['urlfilter.regex.file'])
-                          if filter_text is not None else None),
-            schemes=cfg['urlfilter.scheme.allowed'],
-            domains=domains)
 
     def normalize(self, url: str) -> str:
         """Runs the normalizer chain; raises MalformedUrl."""

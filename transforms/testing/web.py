@@ -44,8 +44,8 @@ class LoggedRequest:
     path: str
     method: str
     status: int
-    start: float                 # time.time() when the request arrived
-    end: float                   # time.time() when the response was sent
+    start: float                 # time.time() when the request had arrived
+    end: float                   # time.time() just before the response's last bytes were sent
 
 
 Route = Union[Page, Callable[[Request], Page]]
@@ -168,19 +168,23 @@ class _Handler(BaseHTTPRequestHandler):
         page = self.testweb._route(request)
         if page.delay:
             time.sleep(page.delay)
-        self.send_response(page.status)
         headers = {'Content-Type': page.content_type, **page.headers}
-        for name, value in headers.items():
-            self.send_header(name, value)
         body = b'' if page.status in (204, 304) else page.body   # these have no body (RFC 9110)
         if page.status not in (204, 304):
-            self.send_header('Content-Length', str(len(body)))
-        self.end_headers()
-        if send_body and body:
-            self.wfile.write(body)
+            headers['Content-Length'] = str(len(body))
+        head = [f'HTTP/1.1 {page.status} {self.responses.get(page.status, ("",))[0]}']
+        head += [f'{name}: {value}' for name, value in headers.items()]
+        data = ('\r\n'.join(head) + '\r\n\r\n').encode('latin-1')
+        if send_body:
+            data += body
+        # The end is read before the one write that completes the response: the client cannot
+        # have the whole response earlier, so a gap measured here (end of one response to the
+        # start of the next request) is never shorter than the gap the client waited.
+        end = time.time()
+        self.wfile.write(data)
         self.wfile.flush()
         self.testweb._record(LoggedRequest(request.host, path, self.command, page.status,
-                                           start, time.time()))
+                                           start, end))
 
     def do_GET(self):
         self._serve(send_body=True)

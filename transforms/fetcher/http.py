@@ -28,24 +28,6 @@ class HttpSettings:
     if_modified_since: bool
     pool_size: int
 
-    @classmethod
-    def from_config(cls, cfg, threads: int) -> 'HttpSettings':
-        agent = cfg['http.agent.name']
-        if cfg['http.agent.version']:
-            agent += '/' + cfg['http.agent.version']
-        details = [d for d in (cfg['http.agent.description'], cfg['http.agent.url'],
-                               cfg['http.agent.email']) if d]
-        if details:
-            agent += f' ({"; ".join(details)})'
-        proxy = (f'http://{cfg["http.proxy.host"]}:{cfg["http.proxy.port"]}'
-                 if cfg['http.proxy.host'] else None)
-        return cls(user_agent=agent, accept=cfg['http.accept'],
-                   accept_language=cfg['http.accept.language'],
-                   timeout_s=cfg['http.timeout'] / 1000.0,
-                   content_limit=cfg['http.content.limit'],
-                   hard_limit=cfg['http.content.hard.limit'], proxy=proxy,
-                   if_modified_since=cfg['http.enable.if.modified.since.header'],
-                   pool_size=max(10, threads))
 
 
 @dataclasses.dataclass
