@@ -19,8 +19,8 @@ sys.path.insert(0, ROOT)
 
 from beamcrawl.transforms.dbio import write_avro_file  # noqa: E402
 from beamcrawl.transforms.policy.partition import partition  # noqa: E402
-from beamcrawl.transforms.records import (CRAWL_DATUM_SCHEMA, INLINKS_SCHEMA, PARSE_DATA_SCHEMA,  # noqa
-                                inlinks, parse_data)
+from beamcrawl.transforms.records import (CRAWL_DATUM_SCHEMA, INLINKS_SCHEMA, PARSE_DATA_SCHEMA,
+                                          inlinks, parse_data)
 
 
 def url(i):
@@ -60,8 +60,8 @@ def main():
     for label, extra in runners.items():
         shutil.rmtree(f'{crawl}/linkdb/old', ignore_errors=True)
         start = time.time()
-        proc = subprocess.run([sys.executable, '-m', 'beamcrawl.pipelines.cli', 'invertlinks', crawl,
-                               '20261122000000', '-D', f'linkdb.partitions={args.partitions}',
+        proc = subprocess.run([sys.executable, '-m', 'beamcrawl.pipelines.cli', 'invertlinks',
+                               crawl, '20261122000000', '-D', f'linkdb.partitions={args.partitions}',
                                *extra], cwd=ROOT, capture_output=True, text=True)
         wall = time.time() - start
         if proc.returncode != 0:

@@ -22,8 +22,7 @@ sys.path.insert(0, HERE)
 
 from pages import pages  # noqa: E402
 from beamcrawl.transforms.dbio import write_avro_file  # noqa: E402
-from beamcrawl.transforms.records import (CONTENT_SCHEMA, CRAWL_DATUM_SCHEMA, content,  # noqa: E402
-                                crawl_datum)
+from beamcrawl.transforms.records import CONTENT_SCHEMA, CRAWL_DATUM_SCHEMA, content, crawl_datum
 
 
 def main():

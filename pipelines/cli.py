@@ -1,7 +1,8 @@
 """`beamcrawl <command> CRAWL_DIR [options] [beam pipeline options]`.
 
 Each command is a module of `pipelines` with `add_arguments(parser)` and
-`run(args, cfg, now, beam_args) -> exit code`; `python -m beamcrawl.pipelines.<name>` runs the same code.
+`run(args, cfg, now, beam_args) -> exit code`; `python -m beamcrawl.pipelines.<name>` runs the
+same code.
 Options every command accepts: `--conf FILE`, `-D key=value`, `--now T`. Beam options pass
 through. User errors print one line on stderr and exit 2, with no traceback.
 """

@@ -9,8 +9,7 @@ import sys
 from beamcrawl.pipelines.cli import run_command
 from beamcrawl.transforms import settings
 from beamcrawl.transforms.dbio import ReadParts
-from beamcrawl.transforms.layout import (CONTENT, CRAWL_FETCH, CRAWL_PARSE, PARSE_PARTS,
-                                         CrawlLayout)
+from beamcrawl.transforms.layout import CONTENT, CRAWL_FETCH, CRAWL_PARSE, PARSE_PARTS, CrawlLayout
 from beamcrawl.transforms.parse import ParseContent, write_parse_outputs
 from beamcrawl.transforms.runtime import make_pipeline, run_pipeline
 

@@ -15,8 +15,8 @@ from beamcrawl.transforms import layout, settings
 from beamcrawl.transforms.dbio import ReadCrawlDb, iter_records
 from beamcrawl.transforms.errors import UserError
 from beamcrawl.transforms.layout import CrawlLayout
-from beamcrawl.transforms.readdb import (CSV_HEADER, CrawlDbStats, DumpLines, FilterRecords, TopScores,
-                               find_url, format_datum, format_stats)
+from beamcrawl.transforms.readdb import (CSV_HEADER, CrawlDbStats, DumpLines, FilterRecords,
+                                         TopScores, find_url, format_datum, format_stats)
 from beamcrawl.transforms.records import STATUS_CODES, complete_datum
 from beamcrawl.transforms.runtime import make_pipeline, run_pipeline
 

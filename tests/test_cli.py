@@ -80,6 +80,6 @@ def test_python_m_pipeline_module_takes_the_same_arguments(tmp_path):
     import sys
     from tests.conftest import ROOT, write_seeds
     seeds = write_seeds(tmp_path / 's', ['http://a.test/'])
-    proc = subprocess.run([sys.executable, '-m', 'beamcrawl.pipelines.inject', str(tmp_path / 'c'), seeds],
-                          cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, '-m', 'beamcrawl.pipelines.inject',
+                           str(tmp_path / 'c'), seeds], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0 and '1 new' in proc.stdout

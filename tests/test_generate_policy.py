@@ -1,11 +1,12 @@
-"""Generator decisions without Beam: shouldFetch, the checks, the §3.3 walk, partitions, names."""
+"""Generator decisions without Beam: shouldFetch, the checks, the selection walk, partitions,
+names."""
 
 import pytest
 
 from beamcrawl.transforms import settings
 from beamcrawl.transforms.errors import ConfigError
-from beamcrawl.transforms.policy.generate import (GenerateSettings, assign_segments,
-                                                  segment_names, sort_key)
+from beamcrawl.transforms.policy.generate import (GenerateSettings, assign_segments, segment_names,
+                                                  sort_key)
 from beamcrawl.transforms.policy.partition import partition, scatter_key
 from beamcrawl.transforms.policy.schedule import should_fetch
 from beamcrawl.transforms.records import crawl_datum
@@ -81,7 +82,7 @@ def test_sort_key_order():
 
 def test_assign_hand_computed_overflow_example():
     """topN 3, max 2 per host, 3 segments: overflow per host and per segment (worked by hand in
-    the comments of this test, following §3.3 with quirk A.8 fixed)."""
+    the comments of this test, following Nutch's walk with the caps of D11)."""
     items = [('a', 'a1'), ('a', 'a2'), ('a', 'a3'), ('b', 'b1'), ('a', 'a4'), ('c', 'c1'),
              ('a', 'a5'), ('b', 'b2'), ('b', 'b3')]
     # a1,a2 → seg 1 (a full there); a3 → seg 2; b1 → seg 1 (now full);
@@ -101,7 +102,7 @@ def test_assign_cap_and_limit_leftovers():
     assert result.over_limit == 2                                   # d1, e1 stay due
 
 
-def test_assign_never_exceeds_caps_quirk_a8_fixed():
+def test_assign_never_exceeds_caps():
     """Nutch resets a moved host's count to 0 and can place max+1 of its URLs in a segment."""
     items = [('x', 'x1'), ('y', 'y1'), ('x', 'x2'), ('x', 'x3'), ('x', 'x4'), ('x', 'x5')]
     result = assign_segments(items, top_n=2, max_count=2, max_segments=3)

@@ -17,7 +17,7 @@ from beamcrawl.transforms.layout import CrawlLayout
 from beamcrawl.transforms.linkdb import InvertLinks, MergeInlinks
 from beamcrawl.transforms.policy.linkdb import LinkRules, cap_inlinks, invert, truncate_anchor
 from beamcrawl.transforms.records import (CRAWL_DATUM_SCHEMA, INLINKS_SCHEMA, PARSE_DATA_SCHEMA,
-                                inlinks, parse_data)
+                                          inlinks, parse_data)
 
 RULES = LinkRules(ignore_internal=True, ignore_external=False, max_anchor_length=100,
                   max_inlinks=10000)

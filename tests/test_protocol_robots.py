@@ -1,4 +1,4 @@
-"""Status mapping (§4.6), robots.txt decisions (§4.5), representative URLs (§11.5)."""
+"""Status mapping, robots.txt decisions, representative URLs (chooseRepr)."""
 
 import pytest
 

@@ -7,9 +7,9 @@ from beamcrawl.transforms import settings
 from beamcrawl.transforms.config import load_config
 from beamcrawl.transforms.errors import ConfigError
 from beamcrawl.transforms.policy.schedule import (STATE_MODIFIED, STATE_NOTMODIFIED, STATE_UNKNOWN,
-                                        AdaptiveFetchSchedule, DefaultFetchSchedule,
-                                        MimeAdaptiveFetchSchedule, parse_host_intervals,
-                                        parse_mime_rates)
+                                                  AdaptiveFetchSchedule, DefaultFetchSchedule,
+                                                  MimeAdaptiveFetchSchedule, parse_host_intervals,
+                                                  parse_mime_rates)
 from beamcrawl.transforms.records import crawl_datum
 
 DAY = 86400
@@ -55,7 +55,7 @@ def test_adaptive_sync_delta():
     # no sync: plain ×1.4
     out = step(adaptive(sync_delta=False), rec(DAY), STATE_NOTMODIFIED, t_f=t_f, mod=mod + 1)
     assert out['fetch_interval'] == round(DAY * 1.4)
-    # an offset above the maximum interval is cut to 0 by Nutch's integer division (quirk A.2)
+    # an offset above the maximum interval is cut to 0 by Nutch's integer division (D31)
     s = adaptive(max_interval_s=DAY)
     out = step(s, rec(DAY), STATE_NOTMODIFIED, t_f=100 * DAY * MS, mod=1)
     assert out['fetch_interval'] == DAY                    # clamped to max

@@ -1,11 +1,11 @@
-"""Signatures (§5.5) as table tests."""
+"""Signatures (MD5, TextMD5, TextProfile) as table tests."""
 
 import hashlib
 
 import pytest
 
 from beamcrawl.transforms.policy.signature import (md5_signature, signature, signature_kind,
-                                         text_md5_signature, text_profile_signature)
+                                                   text_md5_signature, text_profile_signature)
 
 
 def md5(text):

@@ -1,10 +1,11 @@
-"""The per-URL merge (§6.2–6.4) without Beam: the TestCrawlDbStates matrix for every schedule
+"""The per-URL merge (Nutch's CrawlDbReducer) without Beam: the TestCrawlDbStates matrix for every
+schedule
 class and 0/1/2 inlinks, then retries, signatures, forceRefetch, notfetching, scores."""
 
 import pytest
 
 from beamcrawl.transforms.policy.schedule import (AdaptiveFetchSchedule, DefaultFetchSchedule,
-                                        MimeAdaptiveFetchSchedule)
+                                                  MimeAdaptiveFetchSchedule)
 from beamcrawl.transforms.policy.scoring import OpicScoring
 from beamcrawl.transforms.policy.updatedb import UpdateRules, merge_url, top_links
 from beamcrawl.transforms.records import crawl_datum
@@ -115,7 +116,7 @@ def test_signatures_decide_notmodified():
         rules())
     assert changed['status'] == 'db_fetched' and changed['signature'] == b'B'
     assert changed['modified_time'] == NOW
-    # no signature from parse (quirk A.6 avoided): re-downloaded means fetched, not notmodified
+    # no signature from parse (D20): re-downloaded means fetched, not notmodified
     unknown, _ = merge_url([known], [fetch('fetch_success')], [], [], NOW, rules())
     assert unknown['status'] == 'db_fetched'
 

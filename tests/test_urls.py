@@ -1,13 +1,13 @@
-"""URL normalizer, filters and domain helpers: table tests from Nutch's own test cases
-(shared/docs/NUTCH_URL_CASES.md)."""
+"""URL normalizer, filters and domain helpers: table tests from the cases of Nutch's own
+normalizer and filter tests."""
 
 import pickle
 
 import pytest
 
 from beamcrawl.transforms import settings
-from beamcrawl.transforms.policy.urls import (BasicNormalizer, DomainHelper, MalformedUrl, RegexFilter,
-                                    RegexNormalizer, RuleError, host_of)
+from beamcrawl.transforms.policy.urls import (BasicNormalizer, DomainHelper, MalformedUrl,
+                                              RegexFilter, RegexNormalizer, RuleError, host_of)
 
 F = 'http://foo.com'
 W = 'http://www.example.com/a/c/../b/search?q=foobar'

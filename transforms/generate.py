@@ -124,7 +124,7 @@ class _MergeTopCombineFn(beam.CombineFn):
 
 class _AssignFn(beam.DoFn):
     """All groups [(group, (due count, [(sort key, count key)]))] → (url, segment index), by the
-    §3.3 walk. Only compact tuples come here: the records are joined back afterwards."""
+    SelectorReducer walk. Only compact tuples come here: the records are joined back afterwards."""
 
     def __init__(self, *, top_n, max_count, max_segments, trimmed_by_cap):
         self.top_n = top_n

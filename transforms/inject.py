@@ -11,8 +11,8 @@ from apache_beam.io.localfilesystem import LocalFileSystem
 from beamcrawl.transforms import metrics
 from beamcrawl.transforms.dbio import Record
 from beamcrawl.transforms.errors import InputError
-from beamcrawl.transforms.policy.inject import (InjectRules, SeedError, injected_datum, merge_injected,
-                                      parse_seed_line, pick_last)
+from beamcrawl.transforms.policy.inject import (InjectRules, SeedError, injected_datum,
+                                                merge_injected, parse_seed_line, pick_last)
 from beamcrawl.transforms.policy.urls import UrlPolicy
 
 __all__ = ['seed_files', 'Inject']

@@ -1,11 +1,11 @@
 """The crawl directory (docs/crawl-dir.md): every path, the locks, and every publish.
 
 Nothing else in the project builds a crawl-dir path, names a part or publishes output:
-`DbLayout.update()` writes a database version aside and installs it; `CrawlLayout.segment_update()`
-writes segment parts aside and publishes them, its marker part last. Every file operation goes through
-`apache_beam.io.filesystems.FileSystems`, so a crawl dir on a shared filesystem works on a
-cluster runner; the lock file is created exclusively (O_EXCL) where the filesystem is local.
-Locks and installs run in the driver program, never inside a DoFn.
+`DbLayout.update()` writes a database version aside and installs it;
+`CrawlLayout.segment_update()` writes segment parts aside and publishes them, its marker part
+last. Every file operation goes through `apache_beam.io.filesystems.FileSystems`, so a crawl dir
+on a shared filesystem works on a cluster runner; a lock file is created exclusively (O_EXCL)
+where the filesystem is local. Locks and installs run in the driver program, never in a DoFn.
 
 A database (crawldb, linkdb) is updated by writing a complete new version beside `current/`,
 then, under the lock: `old/` is removed, `current/` becomes `old/`, the new version becomes

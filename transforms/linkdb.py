@@ -100,7 +100,8 @@ class MergeInlinks(beam.PTransform):
         super().__init__()
         self.max_inlinks = max_inlinks
 
-    def expand(self, inputs: Tuple[beam.PCollection[Record], beam.PCollection[Tuple[str, List[Pair]]]]
+    def expand(self, inputs: Tuple[beam.PCollection[Record],
+                                   beam.PCollection[Tuple[str, List[Pair]]]]
                ) -> beam.PCollection[Record]:
         linkdb, inverted = inputs
         existing = linkdb | 'KeyExisting' >> beam.Map(

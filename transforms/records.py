@@ -3,7 +3,7 @@
 Records travel through pipelines as plain dicts shaped like their Avro schema (this is what
 `apache_beam.io.avroio` reads and writes). The constructors here fill every field, and
 `complete_datum` fills fields that an older file may lack, since Beam's Avro reader does no
-reader-schema resolution. Field names are fixed by CONTRACT.md §4.
+reader-schema resolution. Field names are a contract (docs/crawl-dir.md, "Records").
 """
 
 from typing import Iterable, List, Mapping, Optional, Tuple
@@ -29,7 +29,7 @@ STATUSES = tuple(STATUS_CODES)
 DB_STATUSES = frozenset(s for s in STATUSES if s.startswith('db_'))
 FETCH_STATUSES = frozenset(s for s in STATUSES if s.startswith('fetch_'))
 
-# ProtocolStatus names carried by crawl_fetch records (CONTRACT.md §4).
+# ProtocolStatus names carried by crawl_fetch records (docs/crawl-dir.md, "Statuses").
 PROTOCOL_STATUSES = (
     'success', 'failed', 'gone', 'moved', 'temp_moved', 'notfound', 'retry', 'exception',
     'access_denied', 'robots_denied', 'redir_exceeded', 'notfetching', 'notmodified',
@@ -113,7 +113,7 @@ INLINKS_SCHEMA = {
     ],
 }
 
-# Schema of each part kind, by directory name (CONTRACT.md §3).
+# Schema of each part kind, by directory name (docs/crawl-dir.md, "Layout").
 SCHEMAS = {
     'crawldb': CRAWL_DATUM_SCHEMA,
     'crawl_generate': CRAWL_DATUM_SCHEMA,

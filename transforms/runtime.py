@@ -4,7 +4,7 @@ The local runner: with no `--runner`, beamcrawl runs on Beam's FnApiRunner in it
 `in_memory` mode, deterministically. Beam's `DirectRunner` would first try to download and start
 the Prism runner, then fall back; `--runner DirectRunner` is still accepted and gives the same
 results. The direct runner's multi-threading mode is refused: in Beam 2.77 it loses records in
-GroupByKey (measured; see shared/docs/BEAM_FACTS.md).
+GroupByKey (measured; docs/architecture.md, "Beam facts").
 """
 
 import argparse
@@ -25,7 +25,7 @@ __all__ = ['parse_now', 'format_time', 'split_beam_args', 'make_pipeline', 'run_
 
 log = logging.getLogger('beamcrawl')
 
-# The direct runner's thread mode that drops GroupByKey records (shared/docs/BEAM_FACTS.md).
+# The direct runner's thread mode that drops GroupByKey records (docs/architecture.md).
 _LOSSY_DIRECT_MODE = 'multi' + '_threading'
 
 

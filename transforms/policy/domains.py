@@ -65,7 +65,7 @@ class DomainHelper:
 
 
 def choose_repr(src: str, dst: str, temp: bool, domains: 'DomainHelper') -> str:
-    """The representative URL of a redirect (Nutch's URLUtil.chooseRepr, §11.5)."""
+    """The representative URL of a redirect (Nutch's URLUtil.chooseRepr)."""
     try:
         _, src_auth, src_rest = split_url(src)
         _, dst_auth, dst_rest = split_url(dst)

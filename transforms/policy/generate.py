@@ -1,14 +1,14 @@
-"""The Generator's decisions (NUTCH_REFERENCE.md §3). Pure, no Beam.
+"""The Generator's decisions (Nutch's Generator). Pure, no Beam.
 
 * `GenerateSettings.check(record, now)`: Nutch's per-record checks in Nutch's order (the URL
   filter is applied by the caller, first).
 * `sort_key(...)`: highest sort value first; ties: the record due longest (smallest fetch time)
   first, then the smaller URL. Nutch leaves ties in no defined order.
-* `assign_segments(...)`: the SelectorReducer walk of §3.3 over one globally sorted list, so
+* `assign_segments(...)`: the SelectorReducer walk over one globally sorted list, so
   topN is exact (Nutch splits topN evenly over its reducers and can select fewer).
 * `segment_names(...)`: unique, increasing segment names without sleeping.
 
-Decision on Nutch quirk A.8: when a host moves to the next segment the count there starts at 1
+docs/nutch-differences.md D11: when a host moves to the next segment the count there starts at 1
 (the URL being placed), and a segment already holding topN URLs is never given more; so no
 segment exceeds topN and no host exceeds generate.max.count in any segment.
 """

@@ -1,4 +1,5 @@
-"""HTML and plain-text parsing (NUTCH_REFERENCE.md §5.2). Pure, no Beam.
+"""HTML and plain-text parsing (Nutch's parse-html rules; docs/nutch-differences.md D24-D26).
+Pure, no Beam.
 
 lxml is the parser: its start/end traversal events make Nutch's text rules (block separators,
 skipped script/style subtrees whose tails still count, meta tags only outside <body>)

@@ -1,4 +1,4 @@
-"""Seed lines and the Injector's merge rules (NUTCH_REFERENCE.md §2). Pure, no Beam.
+"""Seed lines and the Injector's merge rules (Nutch's Injector). Pure, no Beam.
 
 Seed line: `URL[<TAB>key=value]...`. Blank lines and lines starting with `#` are skipped.
 Reserved keys: `score` / `nutch.score` (float), `fetch_interval` / `nutch.fetchInterval`
@@ -6,7 +6,7 @@ Reserved keys: `score` / `nutch.score` (float), `fetch_interval` / `nutch.fetchI
 `nutch.fetchInterval.fixed=<seconds>` (sets the interval and keeps it fixed when > -1). Other
 keys become metadata. A bad value is reported and ignored; the URL is still injected (as Nutch).
 
-Decision on Nutch quirk A.13: a URL followed by `key=value` tokens separated by spaces instead of
+docs/nutch-differences.md D6: a URL followed by `key=value` tokens separated by spaces instead of
 TABs is reported as malformed with a hint, instead of becoming part of the URL.
 """
 
@@ -141,7 +141,7 @@ def merge_injected(injected: Optional[dict], old: Optional[dict], rules: InjectR
 def pick_last(seeds: Sequence[Tuple[tuple, dict]]) -> dict:
     """Of several seeds for one URL, the last in input order (file name, line number) wins.
 
-    Nutch leaves this to the reducer's iteration order (quirk A.17); beamcrawl makes it
+    Nutch leaves this to the reducer's iteration order (D5); beamcrawl makes it
     deterministic, the way a later line overrides an earlier one in a config file.
     """
     return max(seeds, key=lambda s: s[0])[1]

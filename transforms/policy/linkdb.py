@@ -1,4 +1,4 @@
-"""Link inversion rules (NUTCH_REFERENCE.md §8). Pure, no Beam.
+"""Link inversion rules (Nutch's LinkDb). Pure, no Beam.
 
 Every accepted outlink (target, anchor) of a page becomes an inlink (from_url, anchor) of its
 target. Inlinks of a target are a set of (from_url, anchor) pairs; over `linkdb.max.inlinks` the

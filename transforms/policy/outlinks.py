@@ -1,6 +1,6 @@
-"""Outlink post-processing (NUTCH_REFERENCE.md §5.4). Pure, no Beam.
+"""Outlink post-processing (Nutch's ParseOutputFormat). Pure, no Beam.
 
-Decision on quirk A.16: outlinks are de-duplicated by (target, anchor), and
+docs/nutch-differences.md D27: outlinks are de-duplicated by (target, anchor), and
 `db.max.outlinks.per.page` counts distinct accepted targets, so one target linked twice does not
 use up the quota twice (and does not get two linked records).
 """

@@ -1,4 +1,4 @@
-"""Per-queue politeness (Nutch's FetchItemQueues, NUTCH_REFERENCE.md §4.3, §4.8). Pure, no Beam.
+"""Per-queue politeness (Nutch's FetchItemQueues). Pure, no Beam.
 
 Time is passed in (seconds, any monotonic origin); the fetcher passes its wall clock, tests
 pass numbers. `FetchQueues` decides which item may be fetched now:

@@ -1,4 +1,4 @@
-"""HTTP code → protocol status → fetch status (NUTCH_REFERENCE.md §4.6). Pure, no Beam."""
+"""HTTP code → protocol status → fetch status (Nutch's lib-http and Fetcher). Pure, no Beam."""
 
 from typing import Optional
 

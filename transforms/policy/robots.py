@@ -1,8 +1,9 @@
-"""robots.txt decisions (NUTCH_REFERENCE.md §4.5, RFC 9309). Pure, no Beam.
+"""robots.txt decisions (RFC 9309). Pure, no Beam.
 
 `rules_from_response` turns a robots.txt response into `RobotsRules`; a robots.txt that cannot
 be had (5xx, 429, network error) gives UNAVAILABLE: unlike Nutch, Scrapy and Heritrix, which then
-allow everything, nothing of that host is fetched this round (RFC 9309 §2.3.1.3/4).
+allow everything, nothing of that host is fetched this round (RFC 9309 section 2.3.1.3/4;
+docs/nutch-differences.md D16).
 """
 
 import dataclasses

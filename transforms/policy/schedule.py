@@ -1,12 +1,13 @@
-"""Fetch schedules (NUTCH_REFERENCE.md §7). Pure, no Beam.
+"""Fetch schedules (Nutch's FetchSchedule classes). Pure, no Beam.
 
 `DefaultFetchSchedule` keeps intervals fixed; `AdaptiveFetchSchedule` shortens the interval of
 pages that change and lengthens it for pages that do not, exactly as Nutch computes it (float32
 arithmetic like Java's, so results match Nutch to the second); `MimeAdaptiveFetchSchedule`
 takes its rates per MIME type. Records are plain dicts; every method returns a changed copy.
 
-Decision on quirk A.2: the adaptive sync-delta offset keeps Nutch's integer division (it is 0
-whenever the offset exceeds the maximum interval), so intervals and fetch times match Nutch.
+The adaptive sync-delta offset keeps Nutch's integer division (it is 0 whenever the offset
+exceeds the maximum interval), so intervals and fetch times match Nutch (docs/nutch-differences.md
+D31).
 """
 
 import math
@@ -121,7 +122,7 @@ class DefaultFetchSchedule(FetchSchedule):
 
 
 class AdaptiveFetchSchedule(FetchSchedule):
-    """AdaptiveFetchSchedule.setFetchSchedule, step by step as NUTCH_REFERENCE.md §7.3."""
+    """AdaptiveFetchSchedule.setFetchSchedule, step by step as Nutch computes it."""
 
     kind = 'adaptive'
 
@@ -143,7 +144,8 @@ class AdaptiveFetchSchedule(FetchSchedule):
     def _bounds(self, record: dict) -> Tuple[float, float]:
         lo, hi = self.min_interval, self.max_interval_s
         if self.host_intervals:
-            from beamcrawl.transforms.policy.urls import host_of  # pure; only needed with host intervals
+            # pure; only needed with host intervals
+            from beamcrawl.transforms.policy.urls import host_of
             custom = self.host_intervals.get(host_of(record['url']))
             if custom:
                 lo = f32(custom[0]) if custom[0] is not None else lo
@@ -178,7 +180,7 @@ class AdaptiveFetchSchedule(FetchSchedule):
                     interval = f32(delta // 1000)
                 offset = java_round(delta * self.sync_delta_rate)
                 if delta > 0 and offset > int(max_i) * 1000:
-                    offset = (offset // delta) * int(max_i) * 1000     # quirk A.2, kept
+                    offset = (offset // delta) * int(max_i) * 1000     # Nutch's (D31)
                 ref_time = fetch_time - offset
             if interval < min_i:
                 interval = min_i
@@ -216,7 +218,7 @@ def parse_host_intervals(text: str, *, min_interval_s: float, max_interval_s: fl
                          source: str = 'adaptive-host-specific-intervals.txt'
                          ) -> Tuple[Dict[str, Tuple[Optional[float], Optional[float]]], list]:
     """({host: (min or None, max or None)}, [problems]) from `host min max` lines; bad lines
-    are reported and skipped (§7.4)."""
+    are reported and skipped, as Nutch does."""
     hosts, problems = {}, []
     for lineno, line in enumerate(text.splitlines(), 1):
         line = line.strip()
@@ -250,7 +252,7 @@ def parse_host_intervals(text: str, *, min_interval_s: float, max_interval_s: fl
 
 def parse_mime_rates(text: str, source: str = 'adaptive-mimetypes.txt'
                      ) -> Tuple[Dict[str, Tuple[float, float]], list]:
-    """({mime: (inc_rate, dec_rate)}, [problems]) from `mime<TAB>inc<TAB>dec` lines (§7.6)."""
+    """({mime: (inc_rate, dec_rate)}, [problems]) from `mime<TAB>inc<TAB>dec` lines (Nutch's adaptive-mimetypes.txt)."""
     rates, problems = {}, []
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip() or line.lstrip().startswith('#'):

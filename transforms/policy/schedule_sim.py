@@ -1,4 +1,4 @@
-"""AdaptiveFetchSchedule.main() (NUTCH_REFERENCE.md §7.5) as a function. Pure, no Beam.
+"""Nutch's AdaptiveFetchSchedule.main() simulation as a function. Pure, no Beam.
 
 A page changes every `period_days`; the schedule is asked once per simulated day whether to
 fetch it; each fetch tells the schedule whether the page had changed since the previous one.
@@ -8,7 +8,7 @@ import dataclasses
 from typing import Callable, List, Optional
 
 from beamcrawl.transforms.policy.schedule import (MS_PER_S, STATE_MODIFIED, STATE_NOTMODIFIED,
-                                        FetchSchedule)
+                                                  FetchSchedule)
 from beamcrawl.transforms.records import crawl_datum
 
 __all__ = ['SimResult', 'simulate']

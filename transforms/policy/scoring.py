@@ -1,4 +1,4 @@
-"""Page scores: OPIC (Nutch's scoring-opic, NUTCH_REFERENCE.md §10). Pure, no Beam.
+"""Page scores: OPIC (Nutch's scoring-opic plugin). Pure, no Beam.
 
 A scorer is any object with this interface; `OpicScoring` is the one beamcrawl uses:
   initial_score()                      score of a URL first seen through a link or redirect

@@ -1,4 +1,4 @@
-"""Content signatures (NUTCH_REFERENCE.md §5.5). Pure, no Beam.
+"""Content signatures (Nutch's MD5Signature, TextMD5Signature, TextProfileSignature). Pure, no Beam.
 
 `signature(kind, content, text, url)` with kind one of Nutch's class names or short names:
 MD5Signature ('md5'), TextMD5Signature ('text-md5'), TextProfileSignature ('text-profile').

@@ -1,15 +1,16 @@
-"""The CrawlDb update of one URL (NUTCH_REFERENCE.md §6.2–6.4). Pure, no Beam.
+"""The CrawlDb update of one URL (Nutch's CrawlDbReducer). Pure, no Beam.
 
 `merge_url(olds, fetches, links, signatures, now, rules)` → (new record or None, outcome) is
 Nutch's CrawlDbReducer with these deliberate decisions:
 
-* Inlinks over `db.update.max.inlinks`: the HIGHEST-scoring are kept (quirk A.1 fixed).
+* Inlinks over `db.update.max.inlinks`: the HIGHEST-scoring are kept (D28 in
+  docs/nutch-differences.md).
 * Ties are broken deterministically: the newest fetch wins, then a real attempt over a
   `notfetching` record, then the higher status code; the newest signature record wins.
 * A `notfetching` fetch record (never attempted: time limit, cut-off queue, robots.txt
   unavailable) leaves the crawldb record as it was, with no retry counted, except that the
-  generate marker is removed so that it is due again (CONTRACT.md §4).
-* No carried-over signature (quirk A.6): fetch records carry no signature unless parse made
+  generate marker is removed so that it is due again (D17).
+* No carried-over signature (D20): fetch records carry no signature unless parse made
   one, so a re-downloaded page is never "not modified" by comparing an old signature with
   itself. Redirect results keep the old signature, as Nutch's do in practice.
 * Several crawldb records for one URL (possible after --normalize): the newest fetch time wins.
@@ -19,7 +20,7 @@ import dataclasses
 from typing import List, Optional, Sequence, Tuple
 
 from beamcrawl.transforms.policy.schedule import (STATE_MODIFIED, STATE_NOTMODIFIED, STATE_UNKNOWN,
-                                        FetchSchedule)
+                                                  FetchSchedule)
 from beamcrawl.transforms.records import METADATA_GENERATE_TIME, STATUS_CODES
 
 __all__ = ['UpdateRules', 'merge_url', 'pick_fetch', 'top_links']

@@ -1,5 +1,5 @@
 """URL normalization and filtering, as Nutch's urlnormalizer-basic, urlnormalizer-regex and
-urlfilter-regex plugins behave (NUTCH_REFERENCE.md §11), plus host and domain helpers.
+urlfilter-regex plugins behave, plus host and domain helpers.
 
 Pure Python, no Beam. `UrlPolicy` bundles the configured chain so that a pipeline can carry one
 picklable object: `policy.normalize(url)` raises `MalformedUrl`, `policy.accept(url)` answers the
@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 from typing import List, Optional, Sequence, Tuple
 
 from beamcrawl.transforms.policy.domains import DomainHelper, choose_repr  # re-exported
-from beamcrawl.transforms.policy.urlparts import MalformedUrl, host_of, scheme_host, split_url  # re-exported
+from beamcrawl.transforms.policy.urlparts import (MalformedUrl, host_of, scheme_host, split_url)  # re-exported
 
 
 __all__ = ['MalformedUrl', 'RuleError', 'BasicNormalizer', 'RegexNormalizer', 'RegexFilter',
