@@ -7,8 +7,6 @@ per bundle; results leave `process()` as they complete, with back-pressure (at m
 threads × fetcher.queue.depth.multiplier URLs waiting), and the rest at `finish_bundle`.
 """
 
-from typing import Dict
-
 import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindows
 
@@ -94,7 +92,7 @@ class FetchSegment(beam.PTransform):
         self.settings, self.http, self.policy, self.now = settings, http, policy, now
         self.slots = max(1, slots)
 
-    def expand(self, generated: beam.PCollection[Record]) -> Dict[str, beam.PCollection]:
+    def expand(self, generated: beam.PCollection[Record]):   # → {part: PCollection[Record]}
         results = (generated
                    | 'KeyBySlot' >> beam.ParDo(_KeyBySlotFn(
                        mode=self.settings.queue_mode, slots=self.slots, policy=self.policy))

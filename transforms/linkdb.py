@@ -100,9 +100,7 @@ class MergeInlinks(beam.PTransform):
         super().__init__()
         self.max_inlinks = max_inlinks
 
-    def expand(self, inputs: Tuple[beam.PCollection[Record],
-                                   beam.PCollection[Tuple[str, List[Pair]]]]
-               ) -> beam.PCollection[Record]:
+    def expand(self, inputs) -> beam.PCollection[Record]:     # inputs: (linkdb, inverted links)
         linkdb, inverted = inputs
         existing = linkdb | 'KeyExisting' >> beam.Map(
             lambda r: (r['url'], [(i['from_url'], i['anchor']) for i in r['inlinks']]))

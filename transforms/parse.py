@@ -9,7 +9,7 @@ parser.timeout.
 import concurrent.futures
 import dataclasses
 import logging
-from typing import Dict, Optional, Tuple
+from typing import Optional, Tuple
 
 import apache_beam as beam
 
@@ -145,7 +145,7 @@ class ParseContent(beam.PTransform):
         super().__init__()
         self.settings, self.policy, self.now = settings, policy, now
 
-    def expand(self, contents: beam.PCollection[Record]) -> Dict[str, beam.PCollection[Record]]:
+    def expand(self, contents: beam.PCollection[Record]):    # → {part: PCollection[Record]}
         out = contents | 'Parse' >> beam.ParDo(_ParseFn(
             settings=self.settings, policy=self.policy, now=self.now)).with_outputs(
                 PARSE_TEXT, PARSE_DATA, main=CRAWL_PARSE)

@@ -5,8 +5,6 @@ normalized and filtered (Nutch's map phase), grouped by URL and merged by the pu
 `policy.updatedb.merge_url`.
 """
 
-from typing import Tuple
-
 import apache_beam as beam
 
 from beamcrawl.transforms import metrics
@@ -103,8 +101,7 @@ class UpdateCrawlDb(beam.PTransform):
         self.rules, self.policy, self.now = rules, policy, now
         self.purge_gone, self.normalize, self.filter_urls = purge_gone, normalize, filter_urls
 
-    def expand(self, inputs: Tuple[beam.PCollection[Record], beam.PCollection[Record]]
-               ) -> beam.PCollection[Record]:
+    def expand(self, inputs) -> beam.PCollection[Record]:     # inputs: (crawldb, segment records)
         crawldb, segment_records = inputs
         old = crawldb | 'TagOld' >> beam.Map(
             lambda r: (OLD, r) if r['status'] in DB_STATUSES else None) \

@@ -177,14 +177,14 @@ class _Handler(BaseHTTPRequestHandler):
         data = ('\r\n'.join(head) + '\r\n\r\n').encode('latin-1')
         if send_body:
             data += body
-        # The end is read before the one write that completes the response: the client cannot
-        # have the whole response earlier, so a gap measured here (end of one response to the
-        # start of the next request) is never shorter than the gap the client waited.
-        end = time.time()
+        # The request is logged, with its end time, before the one write that completes the
+        # response: a client that has the response finds it in the log, and a gap measured here
+        # (end of one response to the start of the next request) is never shorter than the gap
+        # the client waited.
+        self.testweb._record(LoggedRequest(request.host, path, self.command, page.status,
+                                           start, time.time()))
         self.wfile.write(data)
         self.wfile.flush()
-        self.testweb._record(LoggedRequest(request.host, path, self.command, page.status,
-                                           start, end))
 
     def do_GET(self):
         self._serve(send_body=True)
