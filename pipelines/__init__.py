@@ -1,13 +1,38 @@
 """beamcrawl's pipelines: one thin module per command (see pipelines/cli.py)."""
 
 import logging
+import threading
+
+# Messages of Apache Beam that are harmless here and would only alarm a user:
+NOISE = (
+    'apitools not found',           # at import: optional Google Cloud libraries, not used
+    'beam:metrics:bounded_trie',    # Flink's 2.62 job server does not know this 2.77 metric type
+    'Multiplexer hanging up',       # a LOOPBACK worker's data channel closing after its job ended
+)
 
 
-class _DropBeamImportNoise(logging.Filter):
-    """Beam warns at import time about optional Google Cloud libraries beamcrawl does not use."""
+class DropBeamNoise(logging.Filter):
+    """Drops the NOISE messages (and tracebacks that carry them)."""
 
     def filter(self, record):
-        return not str(record.msg).startswith('apitools not found')
+        text = record.getMessage()
+        if record.exc_info and record.exc_info[1] is not None:
+            text += str(record.exc_info[1])
+        return not any(noise in text for noise in NOISE)
 
 
-logging.getLogger().addFilter(_DropBeamImportNoise())
+logging.getLogger().addFilter(DropBeamNoise())     # before Beam is imported and warns
+
+
+_default_excepthook = threading.excepthook
+
+
+def _quiet_excepthook(args):
+    """A LOOPBACK worker's gRPC threads end with an uncaught `CANCELLED: Multiplexer hanging up`
+    when the job is over; that traceback is not shown. Any other one is."""
+    if args.exc_value is not None and any(n in str(args.exc_value) for n in NOISE):
+        return
+    _default_excepthook(args)
+
+
+threading.excepthook = _quiet_excepthook

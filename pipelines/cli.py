@@ -10,8 +10,11 @@ through. User errors print one line on stderr and exit 2, with no traceback.
 import argparse
 import importlib
 import logging
+import os
 import sys
 from typing import List, Optional
+
+from beamcrawl.pipelines import DropBeamNoise
 
 COMMANDS = {
     'inject': 'beamcrawl.pipelines.inject',
@@ -26,6 +29,7 @@ COMMANDS = {
     'readseg': 'beamcrawl.pipelines.readseg',
     'schedule-sim': 'beamcrawl.pipelines.schedule_sim',
     'demo': 'beamcrawl.pipelines.demo',
+    'flink': 'beamcrawl.pipelines.flink',
 }
 ALIASES = {'linkdb': 'invertlinks'}
 
@@ -41,8 +45,22 @@ def setup_logging() -> None:
     """Human logs on stderr: our INFO progress lines, only warnings from Beam."""
     logging.basicConfig(level=logging.INFO, format='%(asctime)s %(levelname)s %(message)s',
                         datefmt='%H:%M:%S', stream=sys.stderr, force=True)
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(DropBeamNoise())
     for noisy in ('apache_beam', 'absl', 'matplotlib'):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+# Arguments that name local files or directories. They are made absolute before any pipeline
+# is built: a cluster's workers run in another working directory.
+_PATH_ARGS = ('crawl_dir', 'conf', 'seeds', 'dump', 'plot', 'home')
+
+
+def _absolute_paths(args) -> None:
+    for name in _PATH_ARGS:
+        value = getattr(args, name, None)
+        if isinstance(value, str) and value and '://' not in value:
+            setattr(args, name, os.path.abspath(value))
 
 
 def run_command(name: str, argv: List[str]) -> int:
@@ -63,6 +81,7 @@ def run_command(name: str, argv: List[str]) -> int:
     module.add_arguments(parser)
     ours, beam_args = split_beam_args(argv, parser)
     args = parser.parse_args(ours)
+    _absolute_paths(args)
     try:
         cfg = load_config(args.conf, args.defines)
         now = parse_now(args.now)

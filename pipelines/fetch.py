@@ -46,7 +46,7 @@ def run(args, cfg, now, beam_args):
     if parsing:      # parse parts before crawl_fetch, the marker of "fetched"
         parts = parts[:-1] + PARSE_PARTS + parts[-1:]
     with crawl.segment_update(segment, parts, 'fetch') as update:
-        p = make_pipeline(beam_args)
+        p = make_pipeline(beam_args, cfg)
         out = (p
                | 'ReadFetchList' >> ReadParts(generate_files)
                | 'Complete' >> beam.Map(complete_datum)

@@ -54,7 +54,7 @@ def run(args, cfg, now, beam_args):
         names = segment_names(crawl.segment_names(), now, max_segments)
         segments = [stack.enter_context(crawl.segment_update(n, (CRAWL_GENERATE,), 'generate'))
                     for n in names]
-        p = make_pipeline(beam_args)
+        p = make_pipeline(beam_args, cfg)
         records = p | 'ReadCrawlDb' >> ReadCrawlDb(crawl.crawldb)
         selected = records | 'SelectForFetch' >> SelectForFetch(
             settings=select, policy=policy, now=now, top_n=top_n,

@@ -36,7 +36,7 @@ def run(args, cfg, now, beam_args):
     policy = settings.url_policy(cfg)
     rules = settings.inject_rules(cfg, overwrite=args.overwrite, update=args.update)
     with crawl.crawldb.update(keep_backup=cfg['db.preserve.backup'], command='inject') as new:
-        p = make_pipeline(beam_args)
+        p = make_pipeline(beam_args, cfg)
         _ = (p
              | 'ReadCrawlDb' >> ReadCrawlDb(crawl.crawldb)
              | 'Inject' >> Inject(seed_paths=paths, policy=policy, rules=rules, now=now,

@@ -41,7 +41,7 @@ def run(args, cfg, now, beam_args):
         partitions = cfg['linkdb.partitions']
         old_files = crawl.linkdb.part_files()
         same_layout = crawl.linkdb.read_note(PARTITIONS_NOTE) == str(partitions)
-        p = make_pipeline(beam_args)
+        p = make_pipeline(beam_args, cfg)
         _ = (p
              | 'ReadParseData' >> ReadParts(
                  [f for n in names for f in crawl.part_files(n, layout.PARSE_DATA)])

@@ -25,7 +25,7 @@ def run(args, cfg, now, beam_args):
     segment = crawl.pick_segment(args.segment, CRAWL_PARSE, CRAWL_FETCH, CONTENT)
     parse, policy = settings.parse_settings(cfg), settings.url_policy(cfg)
     with crawl.segment_update(segment, PARSE_PARTS, 'parse') as update:
-        p = make_pipeline(beam_args)
+        p = make_pipeline(beam_args, cfg)
         outputs = (p
                    | 'ReadContent' >> ReadParts(crawl.part_files(segment, CONTENT))
                    | 'ParseContent' >> ParseContent(settings=parse, policy=policy, now=now))

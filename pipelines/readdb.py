@@ -5,6 +5,7 @@ beamcrawl readdb CRAWL_DIR (--stats [--json] | --dump OUT [--format jsonl|csv] [
 """
 
 import json
+import os
 import sys
 
 import apache_beam as beam
@@ -46,7 +47,7 @@ def run(args, cfg, now, beam_args):
         raise UserError(f'--status {args.status}: unknown (one of {", ".join(STATUS_CODES)})')
     if args.url:
         return _print_url(crawl, cfg, args.url)
-    p = make_pipeline(beam_args)
+    p = make_pipeline(beam_args, cfg)
     records = p | 'ReadCrawlDb' >> ReadCrawlDb(crawl.crawldb)
     if args.stats:
         return _stats(crawl, cfg, p, records, args.json)
@@ -64,6 +65,7 @@ def run(args, cfg, now, beam_args):
         print(f'dumped to {args.dump}')
         return 0
     n, out = args.top_n
+    out = out if '://' in out else os.path.abspath(out)   # workers write it
     if not n.isdigit() or int(n) < 1:
         raise UserError(f'--top-n {n}: expected a positive integer')
     _ = (records

@@ -47,7 +47,7 @@ def run(args, cfg, now, beam_args):
         return 1
     if FileSystems.exists(args.dump):
         raise UserError(f'--dump {args.dump}: already exists')
-    p = make_pipeline(beam_args)
+    p = make_pipeline(beam_args, cfg)
     fmt = args.format
     _ = (p
          | 'ReadLinkDb' >> ReadParts(crawl.linkdb.part_files())

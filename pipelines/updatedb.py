@@ -45,7 +45,7 @@ def run(args, cfg, now, beam_args):
         applied = crawl.crawldb.applied_segments()
         files = [f for n in names for part in (layout.CRAWL_FETCH, layout.CRAWL_PARSE)
                  if crawl.has_part(n, part) for f in crawl.part_files(n, part)]
-        p = make_pipeline(beam_args)
+        p = make_pipeline(beam_args, cfg)
         old = p | 'ReadCrawlDb' >> ReadCrawlDb(crawl.crawldb)
         news = (p | 'ReadSegments' >> ReadParts(files)
                 | 'Complete' >> beam.Map(complete_datum))

@@ -17,6 +17,7 @@ import apache_beam as beam
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options import pipeline_options as po
 
+from beamcrawl.transforms import portable
 from beamcrawl.transforms.errors import UserError
 from beamcrawl.transforms.metrics import NAMESPACE
 
@@ -92,8 +93,10 @@ def split_beam_args(argv: Sequence[str], ours: argparse.ArgumentParser
     return mine, beam_args
 
 
-def make_pipeline(beam_args: Sequence[str]) -> beam.Pipeline:
-    """A Pipeline on the requested runner, or the pinned local runner when none is given."""
+def make_pipeline(beam_args: Sequence[str], cfg) -> beam.Pipeline:
+    """A Pipeline on the requested runner, or the pinned local runner when none is given.
+    On a portable runner (Flink) the job server is shared by the whole process and the workers
+    are probed once before the first pipeline (transforms/portable.py)."""
     options = po.PipelineOptions(list(beam_args))
     mode = options.view_as(po.DirectOptions).direct_running_mode
     if mode == _LOSSY_DIRECT_MODE:
@@ -102,6 +105,8 @@ def make_pipeline(beam_args: Sequence[str]) -> beam.Pipeline:
     if options.view_as(po.StandardOptions).runner is None:
         from apache_beam.runners.portability.fn_api_runner import FnApiRunner
         return beam.Pipeline(runner=FnApiRunner(), options=options)
+    options = portable.prepare_options(options)
+    portable.probe_workers(options, cfg['runner.probe.timeout'])
     return beam.Pipeline(options=options)
 
 

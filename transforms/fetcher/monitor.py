@@ -54,7 +54,7 @@ class Monitor:
     def _run(self) -> None:
         s = self.settings
         deadline = self.started + s.time_limit_s if s.time_limit_s >= 0 else None
-        last_log = last_check = 0.0
+        last_log, last_check = self.started, 0.0      # the first progress line after progress_s
         pages_mark = strikes = 0
         checking = s.throughput_pages > 0
         while not self.finished():

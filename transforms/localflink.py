@@ -1,0 +1,353 @@
+"""A local Flink cluster for beamcrawl: `beamcrawl flink start|stop|status` (./run_local.sh --flink).
+
+Everything lives in one cache folder (default `.flink/`, or BEAMCRAWL_FLINK_HOME):
+
+  job-server/      a Maven project (conf/flink-job-server.pom.xml) whose shaded jar is Beam's
+                   Flink job server, built once from the runner library Maven Central serves
+  flink-1.19.3/    Flink assembled once from two PyPI downloads, without installing PyFlink:
+                   bin/ and conf/ from the apache-flink wheel, lib/ opt/ plugins/ and the
+                   bin/ helper jar from the apache-flink-libraries sdist
+  run/             pid files and logs of the processes `start` started
+
+`start` runs a JobManager and a TaskManager (2 slots, bound to localhost), the job server
+(port 8099) and a Beam worker pool (port 50000) from this Python's environment, waits until all
+answer, and returns the Beam options that submit a pipeline to them. `stop` stops exactly the
+processes whose pids `start` recorded. Both are idempotent.
+
+Versions: Flink 1.19 because it is the newest Flink for which Maven Central serves Beam's runner
+library with all its dependencies (beam-runners-flink-1.19 at 2.62.0); the Python SDK stays at
+apache-beam 2.77, which talks to the 2.62 job server through the portable API.
+"""
+
+import glob
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tarfile
+import time
+import urllib.error
+import urllib.request
+import zipfile
+from typing import Dict, List, Optional
+
+from beamcrawl.transforms.config import bundled_conf_dir
+from beamcrawl.transforms.errors import UserError
+
+__all__ = ['LocalFlink', 'FLINK_VERSION', 'BEAM_RUNNER_VERSION', 'default_home']
+
+log = logging.getLogger('beamcrawl')
+
+FLINK_VERSION = '1.19.3'
+BEAM_RUNNER_VERSION = '2.62.0'
+REST_PORT, JOB_PORT, ARTIFACT_PORT, POOL_PORT = 8081, 8099, 8098, 50000
+TASK_SLOTS = 2
+_READY_TIMEOUT_S = 180.0
+_JAR = f'beamcrawl-flink-job-server-{BEAM_RUNNER_VERSION}.jar'
+
+
+def default_home() -> str:
+    return os.path.abspath(os.environ.get('BEAMCRAWL_FLINK_HOME', '.flink'))
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(1.0)
+        return s.connect_ex(('127.0.0.1', port)) == 0
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:          # a zombie (exited, not reaped) is not alive
+        with open(f'/proc/{pid}/stat', encoding='ascii') as f:
+            return f.read().split(') ', 1)[1][:1] != 'Z'
+    except OSError:
+        return True
+
+
+class LocalFlink:
+    """The cache folder and the processes of one local cluster."""
+
+    def __init__(self, home: Optional[str] = None, python: str = sys.executable):
+        self.home = os.path.abspath(home or default_home())
+        self.python = python
+        self.build_dir = os.path.join(self.home, 'job-server')
+        self.jar = os.path.join(self.build_dir, 'target', _JAR)
+        self.flink_home = os.path.join(self.home, f'flink-{FLINK_VERSION}')
+        self.run_dir = os.path.join(self.home, 'run')
+        self.downloads = os.path.join(self.home, 'downloads')
+
+    # -- the Beam options -------------------------------------------------------------------
+    @staticmethod
+    def options() -> List[str]:
+        """The Beam options that run a pipeline on this cluster."""
+        return ['--runner', 'PortableRunner', '--job_endpoint', f'localhost:{JOB_PORT}',
+                '--environment_type', 'EXTERNAL', '--environment_config',
+                f'localhost:{POOL_PORT}']
+
+    # -- building -----------------------------------------------------------------------------
+    def prepare(self) -> None:
+        """Builds the job server and assembles Flink, each once."""
+        _need_java()
+        if not os.path.isfile(self.jar):
+            self._build_job_server()
+        if not os.path.isfile(os.path.join(self.flink_home, 'bin', 'start-cluster.sh')):
+            self._assemble_flink()
+
+    def _build_job_server(self) -> None:
+        mvn = shutil.which('mvn')
+        if mvn is None:
+            raise UserError('Maven is needed once to build the Beam job server: `mvn` is not on '
+                            'PATH (Debian: apt-get install maven)')
+        os.makedirs(self.build_dir, exist_ok=True)
+        shutil.copy(os.path.join(bundled_conf_dir(), 'flink-job-server.pom.xml'),
+                    os.path.join(self.build_dir, 'pom.xml'))
+        build_log = os.path.join(self.build_dir, 'build.log')
+        log.info('flink: building the Beam %s job server for Flink 1.19 with Maven (once; '
+                 'about 190 MB of downloads, log in %s)', BEAM_RUNNER_VERSION, build_log)
+        with open(build_log, 'wb') as out:
+            code = subprocess.call([mvn, '-B', '-q', 'package', '-DskipTests'],
+                                   cwd=self.build_dir, stdout=out, stderr=subprocess.STDOUT)
+        if code != 0 or not os.path.isfile(self.jar):
+            raise UserError(f'building the Beam job server with Maven failed (exit {code}); '
+                            f'see {build_log}')
+
+    def _assemble_flink(self) -> None:
+        os.makedirs(self.downloads, exist_ok=True)
+        wheel = self._download(f'apache-flink=={FLINK_VERSION}', 'apache_flink-', '.whl')
+        sdist = self._download(f'apache-flink-libraries=={FLINK_VERSION}',
+                               'apache-flink-libraries-', '.tar.gz')
+        log.info('flink: assembling Flink %s in %s', FLINK_VERSION, self.flink_home)
+        staging = self.flink_home + '.partial'
+        shutil.rmtree(staging, ignore_errors=True)
+        os.makedirs(staging)
+        with zipfile.ZipFile(wheel) as z:           # bin/ and conf/ of the distribution
+            for info in z.infolist():
+                for folder in ('bin', 'conf'):
+                    prefix = f'pyflink/{folder}/'
+                    if info.filename.startswith(prefix) and not info.is_dir():
+                        target = os.path.join(staging, folder, info.filename[len(prefix):])
+                        os.makedirs(os.path.dirname(target), exist_ok=True)
+                        with z.open(info) as src, open(target, 'wb') as dst:
+                            shutil.copyfileobj(src, dst)
+                        os.chmod(target, 0o755 if folder == 'bin' else 0o644)
+        with tarfile.open(sdist) as tar:            # lib/, opt/, plugins/, bin/*.jar
+            for member in tar.getmembers():
+                parts = member.name.split('/')
+                if len(parts) < 4 or parts[1] != 'deps' or not member.isfile() or \
+                        parts[2] not in ('lib', 'opt', 'plugins', 'bin'):
+                    continue
+                target = os.path.join(staging, *parts[2:])
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                with tar.extractfile(member) as src, open(target, 'wb') as dst:
+                    shutil.copyfileobj(src, dst)
+        os.makedirs(os.path.join(staging, 'log'), exist_ok=True)   # the scripts need it
+        _set_task_slots(os.path.join(staging, 'conf', 'config.yaml'), TASK_SLOTS)
+        shutil.rmtree(self.flink_home, ignore_errors=True)
+        os.rename(staging, self.flink_home)
+
+    def _download(self, requirement: str, prefix: str, suffix: str) -> str:
+        def found():
+            return [os.path.join(self.downloads, n) for n in os.listdir(self.downloads)
+                    if n.startswith(prefix) and n.endswith(suffix)]
+        if not found():
+            log.info('flink: downloading %s from PyPI (once)', requirement)
+            proc = subprocess.run([self.python, '-m', 'pip', 'download', '--no-deps', '-q',
+                                   '-d', self.downloads, requirement],
+                                  capture_output=True, text=True)
+            if proc.returncode != 0 or not found():
+                last = (proc.stderr.strip().splitlines() or ['no output'])[-1]
+                raise UserError(f'downloading {requirement} from PyPI failed: {last}')
+        return found()[0]
+
+    # -- processes ----------------------------------------------------------------------------
+    # Flink's scripts name their pid files flink-<user>-<daemon>.pid in FLINK_PID_DIR.
+    _PID_PATTERNS = {'jobmanager': 'flink-*-standalonesession.pid',
+                     'taskmanager': 'flink-*-taskexecutor.pid',
+                     'job server': 'jobserver.pid', 'worker pool': 'workerpool.pid'}
+
+    def _pid_paths(self, name: str) -> List[str]:
+        return glob.glob(os.path.join(self.run_dir, self._PID_PATTERNS[name]))
+
+    def pids(self) -> Dict[str, List[int]]:
+        """Recorded pids per process name (a Flink pid file may hold several)."""
+        out = {}
+        for name in self._PID_PATTERNS:
+            out[name] = []
+            for path in self._pid_paths(name):
+                try:
+                    with open(path, encoding='ascii') as f:
+                        out[name] += [int(x) for x in f.read().split() if x.isdigit()]
+                except OSError:
+                    pass
+        return out
+
+    def status(self) -> Dict[str, str]:
+        """name → 'running (pid N)' or 'stopped'."""
+        out = {}
+        for name, pids in self.pids().items():
+            alive = [p for p in pids if _alive(p)]
+            out[name] = f'running (pid {", ".join(map(str, alive))})' if alive else 'stopped'
+        return out
+
+    def running(self) -> bool:
+        return all(s.startswith('running') for s in self.status().values())
+
+    def start(self) -> None:
+        """Prepares what is missing, starts what is not running, waits until all answer."""
+        self.prepare()
+        os.makedirs(self.run_dir, exist_ok=True)
+        status = self.status()
+        env = self._env()
+        if not status['jobmanager'].startswith('running') or \
+                not status['taskmanager'].startswith('running'):
+            for port in (REST_PORT, 6123):
+                _check_free(port, 'Flink')
+            log.info('flink: starting a JobManager and a TaskManager (%d slots, localhost)',
+                     TASK_SLOTS)
+            for script, name in (('jobmanager.sh', 'jobmanager'),
+                                 ('taskmanager.sh', 'taskmanager')):
+                if status[name].startswith('running'):
+                    continue
+                code = subprocess.call([os.path.join(self.flink_home, 'bin', script), 'start'],
+                                       env=env, stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.DEVNULL, start_new_session=True)
+                if code != 0:
+                    raise UserError(f'starting the Flink {name} failed; see '
+                                    f'{os.path.join(self.flink_home, "log")}')
+        if not status['job server'].startswith('running'):
+            for port in (JOB_PORT, ARTIFACT_PORT):
+                _check_free(port, 'the Beam job server')
+            log.info('flink: starting the Beam job server on port %d', JOB_PORT)
+            self._spawn('job server', 'jobserver', [
+                shutil.which('java') or 'java', '-jar', self.jar, '--job-host', 'localhost',
+                '--job-port', str(JOB_PORT), '--artifact-port', str(ARTIFACT_PORT),
+                '--expansion-port', '0', '--flink-master', f'localhost:{REST_PORT}'], env)
+        if not status['worker pool'].startswith('running'):
+            _check_free(POOL_PORT, 'the Beam worker pool')
+            log.info('flink: starting a Beam worker pool on port %d (%s)', POOL_PORT,
+                     self.python)
+            self._spawn('worker pool', 'workerpool', [
+                self.python, '-m', 'beamcrawl.transforms.workerpool', str(POOL_PORT)], env)
+        self._wait_ready()
+
+    def _env(self) -> Dict[str, str]:
+        # The worker pool starts SDK workers as plain `python` from PATH: this environment's
+        # bin/ must come first, or the workers lack apache_beam and every job hangs.
+        env = dict(os.environ, FLINK_PID_DIR=self.run_dir, FLINK_HOME=self.flink_home)
+        env['PATH'] = os.path.dirname(self.python) + os.pathsep + env.get('PATH', '')
+        return env
+
+    def _spawn(self, name: str, stem: str, argv: List[str], env: Dict[str, str]) -> None:
+        with open(os.path.join(self.run_dir, f'{stem}.log'), 'ab') as out:
+            proc = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, start_new_session=True,
+                                    cwd=self.run_dir)
+        with open(os.path.join(self.run_dir, self._PID_PATTERNS[name]), 'w',
+                  encoding='ascii') as f:
+            f.write(f'{proc.pid}\n')
+
+    def _wait_ready(self) -> None:
+        deadline = time.time() + _READY_TIMEOUT_S
+        checks = {'Flink REST API': self._flink_ready,
+                  'job server': lambda: _port_open(JOB_PORT),
+                  'worker pool': lambda: _port_open(POOL_PORT)}
+        for what, ready in checks.items():
+            while not ready():
+                dead = [n for n, s in self.status().items() if s == 'stopped']
+                if dead:
+                    raise UserError(f'the {dead[0]} stopped while starting; see the logs in '
+                                    f'{self.run_dir} and {self.flink_home}/log')
+                if time.time() > deadline:
+                    raise UserError(f'the {what} did not become ready within '
+                                    f'{_READY_TIMEOUT_S:.0f} s; see the logs in {self.run_dir}')
+                time.sleep(0.5)
+
+    @staticmethod
+    def _flink_ready() -> bool:
+        try:
+            with urllib.request.urlopen(f'http://localhost:{REST_PORT}/overview',
+                                        timeout=2) as resp:
+                overview = json.load(resp)
+        except (OSError, ValueError, urllib.error.URLError):
+            return False
+        return overview.get('taskmanagers', 0) >= 1 and overview.get('slots-total', 0) >= 1
+
+    def stop(self) -> List[str]:
+        """Stops every recorded process (and its children); returns what was stopped."""
+        stopped = []
+        for name, pids in self.pids().items():
+            for pid in pids:
+                if _alive(pid):
+                    _terminate(pid)
+                    stopped.append(f'{name} (pid {pid})')
+            for path in self._pid_paths(name):
+                os.remove(path)
+        return stopped
+
+
+def _terminate(pid: int, grace_s: float = 20.0) -> None:
+    """SIGTERM, then SIGKILL after a grace period; to the whole process group when the process
+    leads one of its own (the job server, the worker pool and its SDK workers)."""
+    def send(sig):
+        try:
+            if os.getpgid(pid) == pid:
+                os.killpg(pid, sig)
+            else:
+                os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+    send(signal.SIGTERM)
+    deadline = time.time() + grace_s
+    while _alive(pid) and time.time() < deadline:
+        time.sleep(0.2)
+    if _alive(pid):
+        send(signal.SIGKILL)
+        while _alive(pid):
+            time.sleep(0.1)
+
+
+def _check_free(port: int, what: str) -> None:
+    if _port_open(port):
+        raise UserError(f'port {port} is in use by another program; {what} needs it')
+
+
+def _need_java() -> None:
+    java = shutil.which('java')
+    if java is None:
+        raise UserError('Java 11 or 17 is needed to run Flink: `java` is not on PATH '
+                        '(Debian: apt-get install openjdk-17-jre-headless)')
+    proc = subprocess.run([java, '-version'], capture_output=True, text=True)
+    text = proc.stderr + proc.stdout
+    try:
+        quoted = text.split('"')[1]
+        major = int(quoted.split('.')[1] if quoted.startswith('1.') else quoted.split('.')[0])
+    except (IndexError, ValueError):
+        raise UserError(f'cannot tell the Java version from `java -version`: {text[:80]!r}') \
+            from None
+    if major < 11:
+        raise UserError(f'Flink {FLINK_VERSION} needs Java 11 or 17; `java` is Java {major}')
+
+
+def _set_task_slots(config_yaml: str, slots: int) -> None:
+    """Sets taskmanager.numberOfTaskSlots in Flink's conf/config.yaml (a nested YAML file that
+    Flink's own shell scripts parse: edited in place, its layout kept)."""
+    with open(config_yaml, encoding='utf-8') as f:
+        lines = f.read().split('\n')
+    for i, line in enumerate(lines):
+        if line.strip().startswith('numberOfTaskSlots:'):
+            lines[i] = line[:line.index('numberOfTaskSlots:')] + f'numberOfTaskSlots: {slots}'
+            break
+    else:
+        raise UserError(f'{config_yaml}: no taskmanager.numberOfTaskSlots line to set')
+    with open(config_yaml, 'w', encoding='utf-8') as f:
+        f.write('\n'.join(lines))

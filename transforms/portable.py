@@ -1,0 +1,182 @@
+"""Pipelines on portable runners (Flink): one job server per process, and a worker probe.
+
+* `--runner FlinkRunner` makes Beam start a Java job server for every pipeline, and a crawl runs
+  five pipelines a round. beamcrawl starts one job server (quietly, its log in a temporary file)
+  the first time a process needs it, submits every later pipeline to it through PortableRunner,
+  and stops it when the process exits.
+* With `--environment_type EXTERNAL` (a worker pool), a pool whose Python cannot import
+  apache_beam or beamcrawl makes every job wait forever or fail deep inside Flink. Before the
+  first real pipeline, beamcrawl runs a one-element probe job and turns what goes wrong into one
+  clear line (the probe runs once per process and endpoint).
+"""
+
+import atexit
+import importlib
+import logging
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from typing import Dict, Tuple
+
+import apache_beam as beam
+from apache_beam.options import pipeline_options as po
+
+from beamcrawl.transforms.errors import UserError
+
+__all__ = ['prepare_options', 'probe_workers']
+
+log = logging.getLogger('beamcrawl')
+
+_MAGIC_MASTERS = ('[local]', '[auto]', '[collection]')
+_lock = threading.Lock()
+_job_servers: Dict[Tuple[str, str], Tuple[subprocess.Popen, str]] = {}
+_probed = set()
+
+
+def prepare_options(options: po.PipelineOptions) -> po.PipelineOptions:
+    """Rewrites FlinkRunner options to PortableRunner on this process's shared job server; other
+    options are returned as they are."""
+    standard = options.view_as(po.StandardOptions)
+    flink = options.view_as(po.FlinkRunnerOptions)
+    if str(standard.runner or '').split('.')[-1] != 'FlinkRunner' or flink.flink_submit_uber_jar:
+        return options
+    portable = options.view_as(po.PortableOptions)
+    if portable.job_endpoint:
+        standard.runner = 'PortableRunner'
+        return options
+    master = (flink.flink_master or '[auto]').strip()
+    portable.job_endpoint = _job_server(_job_server_jar(flink.flink_job_server_jar), master)
+    if master in _MAGIC_MASTERS and not portable.environment_type:
+        portable.environment_type = 'LOOPBACK'      # what FlinkRunner does for an embedded Flink
+    standard.runner = 'PortableRunner'
+    return options
+
+
+def _job_server_jar(given) -> str:
+    if given:
+        if not os.path.isfile(given):
+            raise UserError(f'--flink_job_server_jar {given}: no such file')
+        return os.path.abspath(given)
+    from beamcrawl.transforms.localflink import LocalFlink     # the jar `flink start` builds
+    built = LocalFlink().jar
+    if os.path.isfile(built):
+        return built
+    raise UserError('FlinkRunner needs a job server jar: build one with ./run_local.sh --flink '
+                    'start (or `beamcrawl flink start`), or pass --flink_job_server_jar JAR')
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
+
+
+def _job_server(jar: str, master: str) -> str:
+    with _lock:
+        known = _job_servers.get((jar, master))
+        if known is not None and known[0].poll() is None:
+            return known[1]
+        java = shutil.which('java')
+        if java is None:
+            raise UserError('FlinkRunner needs Java: `java` is not on PATH')
+        port = _free_port()
+        log_file = tempfile.NamedTemporaryFile(prefix='beamcrawl-jobserver-', suffix='.log',
+                                               delete=False)
+        flink_master = master if master in _MAGIC_MASTERS else master.split('://')[-1]
+        proc = subprocess.Popen(
+            [java, '-jar', jar, '--flink-master', flink_master, '--job-host', 'localhost',
+             '--job-port', str(port), '--artifact-port', '0', '--expansion-port', '0'],
+            stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True)
+        log_file.close()
+        endpoint = f'localhost:{port}'
+        atexit.register(_stop, proc, log_file.name)
+        deadline = time.time() + 120
+        while True:
+            if proc.poll() is not None:
+                raise UserError(f'the Flink job server exited at start (code {proc.returncode});'
+                                f' see {log_file.name}')
+            try:
+                with socket.create_connection(('127.0.0.1', port), timeout=1):
+                    break
+            except OSError:
+                if time.time() > deadline:
+                    raise UserError(f'the Flink job server did not start in 120 s; see '
+                                    f'{log_file.name}') from None
+                time.sleep(0.2)
+        log.info('Flink job server for %s on %s (shared by this run; log %s)', master, endpoint,
+                 log_file.name)
+        _job_servers[(jar, master)] = (proc, endpoint)
+        return endpoint
+
+
+def _stop(proc: subprocess.Popen, log_path: str) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    try:
+        os.remove(log_path)
+    except OSError:
+        pass
+
+
+def _probe(_):
+    importlib.import_module('beamcrawl.transforms.records')    # the workers must have beamcrawl
+    return 'ok'
+
+
+class _JobMessagesOff(logging.Filter):
+    """Drops the job messages a portable runner logs on the root logger."""
+
+    def filter(self, record):
+        return record.name != 'root'
+
+
+def probe_workers(options: po.PipelineOptions, timeout_s: float) -> None:
+    """With an EXTERNAL or PROCESS environment, checks once per process and endpoint that the
+    runner's workers start and can import beamcrawl; raises UserError in one line otherwise."""
+    portable = options.view_as(po.PortableOptions)
+    kind = (portable.environment_type or '').upper()
+    if kind not in ('EXTERNAL', 'PROCESS'):
+        return
+    key = (portable.job_endpoint, portable.environment_config)
+    if key in _probed:
+        return
+    where = f'{kind} environment {portable.environment_config or ""}'.strip()
+    p = beam.Pipeline(options=options)
+    _ = p | 'Probe' >> beam.Create([0]) | 'ImportBeamcrawl' >> beam.Map(_probe)
+    quiet = _JobMessagesOff()          # the probe's failure is reported below, in one line
+    root = logging.getLogger()
+    root.addFilter(quiet)
+    try:
+        result = p.run()
+        state = result.wait_until_finish(duration=int(timeout_s * 1000))
+    except Exception as e:  # pylint: disable=broad-except  (any failure of the probe job)
+        lines = [line for line in str(e).strip().splitlines() if line.strip()] or [repr(e)]
+        if any('beamcrawl' in line and 'No module' in line for line in lines):
+            raise UserError(f'the workers of the {where} cannot import beamcrawl: install '
+                            f'beamcrawl in the Python environment the worker pool starts '
+                            f'workers with') from None
+        raise UserError(f'a one-element probe job failed on the {where}: '
+                        f'{lines[-1].strip()[:300]} (the worker pool starts workers as '
+                        f'`python` from its PATH)') from None
+    finally:
+        root.removeFilter(quiet)
+    if str(state).split('.')[-1] != 'DONE':
+        try:
+            result.cancel()
+        except Exception:  # pylint: disable=broad-except  (best effort)
+            pass
+        raise UserError(f'the workers of the {where} did not run a one-element job within '
+                        f'{timeout_s:.0f} s: they did not start, or cannot import beamcrawl (a '
+                        f'worker pool starts workers as `python` from its PATH, which must have '
+                        f'apache_beam and beamcrawl; runner.probe.timeout sets the wait)')
+    _probed.add(key)
