@@ -4,6 +4,9 @@
 #   ./run_local.sh                      venv + install, then a demo crawl, then `readdb --stats`
 #   ./run_local.sh SEEDS_FILE [ROUNDS]  crawl real seeds (needs network and http.agent.name)
 #   ./run_local.sh --test               venv + install with test extras, then the whole test suite
+#   ./run_local.sh --flink start|stop|status|demo
+#                                       a local Flink 1.19 cluster (cached in .flink/): `start`
+#                                       prints the Beam options to add to any beamcrawl command
 #
 # The venv lives in .venv (override with BEAMCRAWL_VENV). Pass extra pytest arguments after --test.
 set -euo pipefail
@@ -32,6 +35,12 @@ fi
 
 setup_venv ""
 bc="$venv/bin/beamcrawl"
+
+if [ "${1:-}" = "--flink" ]; then
+  shift
+  [ $# -ge 1 ] || { echo "usage: ./run_local.sh --flink start|stop|status|demo" >&2; exit 2; }
+  exec "$bc" flink "$@" --home "${BEAMCRAWL_FLINK_HOME:-$PWD/.flink}"
+fi
 
 if [ $# -ge 1 ]; then
   seeds="$1"; rounds="${2:-3}"

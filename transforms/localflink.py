@@ -38,7 +38,7 @@ from typing import Dict, List, Optional
 from beamcrawl.transforms.config import bundled_conf_dir
 from beamcrawl.transforms.errors import UserError
 
-__all__ = ['LocalFlink', 'FLINK_VERSION', 'BEAM_RUNNER_VERSION', 'default_home']
+__all__ = ['LocalFlink', 'FLINK_VERSION', 'BEAM_RUNNER_VERSION', 'default_home', 'pid_alive']
 
 log = logging.getLogger('beamcrawl')
 
@@ -60,7 +60,8 @@ def _port_open(port: int) -> bool:
         return s.connect_ex(('127.0.0.1', port)) == 0
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process runs (a zombie, exited but not reaped, does not)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -195,7 +196,7 @@ class LocalFlink:
         """name → 'running (pid N)' or 'stopped'."""
         out = {}
         for name, pids in self.pids().items():
-            alive = [p for p in pids if _alive(p)]
+            alive = [p for p in pids if pid_alive(p)]
             out[name] = f'running (pid {", ".join(map(str, alive))})' if alive else 'stopped'
         return out
 
@@ -287,7 +288,7 @@ class LocalFlink:
         stopped = []
         for name, pids in self.pids().items():
             for pid in pids:
-                if _alive(pid):
+                if pid_alive(pid):
                     _terminate(pid)
                     stopped.append(f'{name} (pid {pid})')
             for path in self._pid_paths(name):
@@ -308,11 +309,11 @@ def _terminate(pid: int, grace_s: float = 20.0) -> None:
             pass
     send(signal.SIGTERM)
     deadline = time.time() + grace_s
-    while _alive(pid) and time.time() < deadline:
+    while pid_alive(pid) and time.time() < deadline:
         time.sleep(0.2)
-    if _alive(pid):
+    if pid_alive(pid):
         send(signal.SIGKILL)
-        while _alive(pid):
+        while pid_alive(pid):
             time.sleep(0.1)
 
 
