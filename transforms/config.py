@@ -8,6 +8,7 @@ value. Reading a key that `crawler-default.yaml` does not declare is a programmi
 import dataclasses
 import difflib
 import os
+import re
 import xml.etree.ElementTree as ET
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
@@ -65,9 +66,16 @@ class KeySpec:
         return out
 
 
+_CONTROL = re.compile(r'[\x00-\x1f\x7f]')
+
+
 def _scalar(kind: str, value: Any, where: str) -> Any:
     if kind == 'str':
-        return '' if value is None else str(value)
+        text = '' if value is None else str(value)
+        if _CONTROL.search(text):       # e.g. CR/LF in http.agent.name would split a header
+            raise ConfigError(f'{where.split("=", 1)[0]}: control characters (CR, LF, TAB, '
+                              f'NUL...) are not allowed in a value')
+        return text
     if kind == 'bool':
         if isinstance(value, bool):
             return value

@@ -70,6 +70,9 @@ class _SelectFn(beam.DoFn):
         if self.filter_urls and not self.policy.accept(url, parts):
             self._counts.inc(metrics.GENERATE_REJECTED + 'filtered')
             return
+        if self.policy.denied_host(host):      # the address policy holds even with --no-filter
+            self._counts.inc(metrics.GENERATE_REJECTED + 'denied_address')
+            return
         reason, candidate = self.settings.check(record, self.now)
         if reason:
             self._counts.inc(metrics.GENERATE_REJECTED + reason)

@@ -20,6 +20,8 @@ __all__ = ['seed_files', 'Inject']
 log = logging.getLogger('beamcrawl')
 
 _MAX_WARNINGS = 50   # per worker; the counters hold the full numbers
+_REJECTED = {'malformed': metrics.INJECT_MALFORMED, 'filtered': metrics.INJECT_FILTERED,
+             'denied': metrics.INJECT_DENIED}
 
 
 def seed_files(path: str) -> List[str]:
@@ -70,7 +72,7 @@ class _ParseSeedFn(beam.DoFn):
         self.filter_urls = filter_urls
         self.counters = {name: metrics.counter(name) for name in (
             metrics.INJECT_LINES, metrics.INJECT_MALFORMED, metrics.INJECT_FILTERED,
-            metrics.INJECT_BAD_METADATA, metrics.INJECT_INJECTED)}
+            metrics.INJECT_DENIED, metrics.INJECT_BAD_METADATA, metrics.INJECT_INJECTED)}
 
     def setup(self):
         self._warned = 0
@@ -99,10 +101,12 @@ class _ParseSeedFn(beam.DoFn):
         url, reason = self.policy.clean(seed.url, normalize=self.normalize,
                                         filter=self.filter_urls)
         if url is None:
-            self.counters[metrics.INJECT_MALFORMED if reason == 'malformed'
-                          else metrics.INJECT_FILTERED].inc()
+            self.counters[_REJECTED[reason]].inc()
             if reason == 'malformed':
                 self._warn(where, f'malformed URL {seed.url!r}')
+            elif reason == 'denied':
+                self._warn(where, f'{seed.url!r}: refused by the address policy '
+                                  f'({self.policy.denied(seed.url)}; see http.address.allow)')
             return
         self.counters[metrics.INJECT_INJECTED].inc()
         yield url, ((index, lineno), injected_datum(url, seed, self.rules, self.now))

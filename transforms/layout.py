@@ -91,7 +91,8 @@ def list_files(pattern: str) -> List[str]:
     return sorted(m.path for m in result.metadata_list)
 
 
-def _is_local(path: str) -> bool:
+def is_local(path: str) -> bool:
+    """Whether a path is on the local filesystem (where os functions apply)."""
     return isinstance(FileSystems.get_filesystem(path), LocalFileSystem)
 
 
@@ -115,8 +116,9 @@ class Lock:
                 f'command={self.command}\n').encode('utf-8')
 
     def acquire(self) -> None:
-        mkdirs(os.path.dirname(self.path) if _is_local(self.path) else FileSystems.split(self.path)[0])
-        if _is_local(self.path):
+        mkdirs(os.path.dirname(self.path) if is_local(self.path)
+               else FileSystems.split(self.path)[0])
+        if is_local(self.path):
             try:
                 fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
             except FileExistsError:
@@ -301,7 +303,7 @@ class SegmentUpdate:
 
 def _children(directory: str) -> List[str]:
     """Immediate children (files and directories) of a directory."""
-    if _is_local(directory):
+    if is_local(directory):
         return sorted(os.path.join(directory, n) for n in os.listdir(directory))
     prefix = directory.rstrip('/') + '/'
     names = set()

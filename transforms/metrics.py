@@ -23,6 +23,7 @@ INJECT_ALREADY_KNOWN = 'inject.already_known'   # URLs in the crawldb, left unch
 INJECT_MERGED = 'inject.merged'                 # URLs in the crawldb, changed (--overwrite/--update)
 INJECT_PURGED = 'inject.purged_gone'            # db_gone records dropped (db.update.purge.404)
 INJECT_OLD_FILTERED = 'inject.old_rejected'     # existing records dropped by --filter-normalize-all
+INJECT_DENIED = 'inject.denied_address'         # seeds refused by the address policy
 
 # generate
 GENERATE_MALFORMED = 'generate.malformed'       # URL without a parseable host
@@ -42,12 +43,19 @@ FETCH_REDIRECT_FOLLOWED = 'fetch.redirect.followed'    # redirect targets fetche
 FETCH_REDIRECT_DUPLICATE = 'fetch.redirect.duplicate'  # targets already in this fetch, skipped
 FETCH_REDIRECT_RECORDED = 'fetch.redirect.recorded'    # targets written as `linked` records
 FETCH_REDIRECT_EXCEEDED = 'fetch.redirect.exceeded'    # chains cut at http.redirect.max
+FETCH_DENIED_ADDRESS = 'fetch.denied.address'  # requests refused by the address policy (URLs,
+                                                #   redirect targets, robots.txt redirects)
+FETCH_DEADLINE = 'fetch.deadline_exceeded'      # requests cut at http.request.deadline
 
 # parse
 PARSE_STATUS = 'parse.status.'                  # + success, success_redirect, failed, notparsed
 PARSE_SKIPPED_NOT_SUCCESS = 'parse.skipped.not_success'  # content with an HTTP code other than 200
 PARSE_SKIPPED_TRUNCATED = 'parse.skipped.truncated'      # truncated (parser.skip.truncated)
 PARSE_OUTLINKS = 'parse.outlinks'               # outlinks kept (after normalize/filter/limits)
+PARSE_DENIED = 'parse.denied_address'           # outlinks and refresh targets refused by the
+                                                #   address policy
+PARSE_FALLBACK = 'parse.fallback_tokenizer'     # documents nested too deeply for lxml, read by
+                                                #   the fallback tokenizer
 
 # updatedb
 UPDATEDB_PURGED_GONE = 'updatedb.purged_gone'   # db_gone records dropped (db.update.purge.404)
@@ -55,6 +63,7 @@ UPDATEDB_DROPPED = 'updatedb.dropped_'          # + malformed or filtered (--nor
 UPDATEDB_OUTCOME = 'updatedb.'                  # + added, updated, unchanged, notfetching,
                                                 #   not_added, dropped
 UPDATEDB_STATUS = 'updatedb.status.'            # + the new record's status
+UPDATEDB_DENIED = 'updatedb.denied_address'     # linked URLs refused by the address policy
 CRAWLDB_RECORDS = 'crawldb.records'             # records written to the new crawldb
 
 # invertlinks

@@ -91,9 +91,12 @@ class _ParseFn(beam.DoFn):
         self._counts.inc(metrics.PARSE_STATUS + parse.status)
         if parse.status in ('failed', 'notparsed'):
             parse = Parse(parse.status, metadata=parse.metadata)
+        denied: list = []
         outlinks = filter_outlinks(url, parse.outlinks, self.settings.outlinks, self.policy,
                                    normalize=self.settings.normalize,
-                                   filter_urls=self.settings.filter_urls)
+                                   filter_urls=self.settings.filter_urls, denied=denied)
+        if parse.metadata.get('parse.fallback'):
+            self._counts.inc(metrics.PARSE_FALLBACK)
         s = self.settings
         digest = signature(s.signature_kind, content=content['content'], text=parse.text,
                            url=url, min_token_len=s.min_token_len, quant_rate=s.quant_rate)
@@ -103,9 +106,11 @@ class _ParseFn(beam.DoFn):
             metadata={**parse.metadata, 'nutch.content.digest': digest.hex()}))
         yield crawl_datum(url, 'signature', fetch_time=self.now, fetch_interval=0,
                           signature=digest)
-        refresh = self._refresh_target(url, parse)
+        refresh = self._refresh_target(url, parse, denied)
         if refresh is not None:
             yield refresh
+        if denied:
+            self._counts.inc(metrics.PARSE_DENIED, len(denied))
         targets = list(dict.fromkeys(target for target, _ in outlinks))
         try:
             base = float((content.get('metadata') or {}).get(CRAWL_SCORE_KEY, 0.0))
@@ -117,11 +122,13 @@ class _ParseFn(beam.DoFn):
                               fetch_interval=s.interval_default, score=share)
         self._counts.inc(metrics.PARSE_OUTLINKS, len(outlinks))
 
-    def _refresh_target(self, url: str, parse: Parse) -> Optional[dict]:
+    def _refresh_target(self, url: str, parse: Parse, denied: list) -> Optional[dict]:
         if parse.refresh is None:
             return None
         target, seconds = parse.refresh
-        target, _ = self.policy.clean(target)
+        target, reason = self.policy.clean(target)
+        if reason == 'denied':
+            denied.append(parse.refresh[0])
         if target is None or target == url:
             return None
         metadata = {}

@@ -15,6 +15,7 @@ from beamcrawl.transforms.errors import ConfigError
 from beamcrawl.transforms.fetcher.http import HttpSettings
 from beamcrawl.transforms.fetcher.settings import FetcherSettings
 from beamcrawl.transforms.parse import ParseSettings
+from beamcrawl.transforms.policy.addresses import AddressPolicy
 from beamcrawl.transforms.policy.generate import GenerateSettings
 from beamcrawl.transforms.policy.inject import InjectRules
 from beamcrawl.transforms.policy.linkdb import LinkRules
@@ -30,7 +31,7 @@ from beamcrawl.transforms.policy.updatedb import UpdateRules
 from beamcrawl.transforms.policy.urls import (BasicNormalizer, DomainHelper, RegexFilter,
                                               RegexNormalizer, RuleError, UrlPolicy)
 
-__all__ = ['url_policy', 'inject_rules', 'generate_settings', 'fetcher_settings',
+__all__ = ['url_policy', 'address_policy', 'inject_rules', 'generate_settings', 'fetcher_settings',
            'http_settings', 'parse_settings', 'schedule', 'scoring', 'update_rules',
            'link_rules', 'outlink_rules']
 
@@ -64,7 +65,13 @@ def url_policy(cfg) -> UrlPolicy:
             regex_filter=(RegexFilter.parse(filter_text, domains, cfg['urlfilter.regex.file'])
                           if filter_text is not None else None),
             schemes=cfg['urlfilter.scheme.allowed'],
-            domains=domains)
+            domains=domains, address=address_policy(cfg))
+
+
+def address_policy(cfg) -> AddressPolicy:
+    """Where the crawler may connect (http.address.deny / http.address.allow)."""
+    with _config_errors():
+        return AddressPolicy(cfg['http.address.deny'], cfg['http.address.allow'])
 
 
 def inject_rules(cfg, *, overwrite: bool = False, update: bool = False) -> InjectRules:
@@ -127,6 +134,8 @@ def http_settings(cfg, threads: int) -> HttpSettings:
     return HttpSettings(user_agent=agent, accept=cfg['http.accept'],
                         accept_language=cfg['http.accept.language'],
                         timeout_s=cfg['http.timeout'] / 1000.0,
+                        deadline_s=cfg['http.request.deadline'] / 1000.0,
+                        address=address_policy(cfg),
                         content_limit=cfg['http.content.limit'],
                         hard_limit=cfg['http.content.hard.limit'], proxy=proxy,
                         if_modified_since=cfg['http.enable.if.modified.since.header'],

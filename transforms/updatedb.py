@@ -49,6 +49,9 @@ class _MapFn(beam.DoFn):
             self._counts.inc(metrics.UPDATEDB_PURGED_GONE)
             return
         url = record['url']
+        if kind == LINK and self.policy.denied(url):     # never added, whatever the filters
+            self._counts.inc(metrics.UPDATEDB_DENIED)
+            return
         if self.normalize or self.filter_urls:
             url, reason = self.policy.clean(url, normalize=self.normalize,
                                             filter=self.filter_urls)

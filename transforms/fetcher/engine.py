@@ -56,6 +56,7 @@ class _Outcome:
     body: Optional[bytes] = None
     content: Optional[dict] = None
     target: Optional[str] = None
+    cut: bool = False                  # the request was cut (deadline or time limit)
 
 
 class Fetcher:
@@ -73,7 +74,8 @@ class Fetcher:
             threads_per_queue=settings.threads_per_queue,
             max_exceptions=settings.max_exceptions, exception_delay=settings.exception_delay)
         self.robots = RobotsCache(self.http, redirect_max=settings.robots_redirect_max,
-                                  allow_403=settings.allow_403, on_fetched=self._robots_fetched)
+                                  allow_403=settings.allow_403, denied=policy.denied,
+                                  on_fetched=self._robots_fetched, on_denied=self._denied)
         self.cond = threading.Condition()
         self.results: List[Tuple[str, dict]] = []
         self.counts: Dict[str, int] = {}
@@ -138,16 +140,22 @@ class Fetcher:
             return dataclasses.replace(self.progress)
 
     def _stop_fetching(self, reason: str) -> None:
-        """Monitor: no new request from now on; waiting URLs are reported as not fetched."""
+        """Monitor: no new request from now on; waiting URLs are reported as not fetched, and
+        requests in flight are cut now (they are reported as not fetched too)."""
         with self.cond:
             self._no_more = True
             for item in self.queues.drain():
                 self._emit_fetch(item, 'notfetching', None, error=f'fetch stopped: {reason}')
             self.cond.notify_all()
+        self.http.cut_all()
 
     def _robots_fetched(self, rules) -> None:
         with self.cond:
             self._count(metrics.FETCH_ROBOTS + rules.kind)
+
+    def _denied(self, reason: str) -> None:
+        with self.cond:
+            self._count(metrics.FETCH_DENIED_ADDRESS)
 
     def _enqueue(self, item: _Item) -> None:
         if item.qid is None:
@@ -212,6 +220,8 @@ class Fetcher:
                 self.cond.notify_all()
 
     def _record(self, item: _Item, outcome: _Outcome) -> None:
+        if outcome.protocol == 'exception' and self._no_more and outcome.cut:
+            outcome.protocol = 'notfetching'      # cut by the time limit: kept for next time
         self.progress.pages += 1 if outcome.code is not None else 0
         self.progress.bytes += len(outcome.body or b'')
         self.progress.errors += 1 if outcome.protocol in ('exception', 'failed') else 0
@@ -222,7 +232,7 @@ class Fetcher:
         if outcome.target:
             self._redirect(item, outcome.target, temp=outcome.protocol == 'temp_moved')
 
-    def _redirect(self, item: _Item, target: str, temp: bool) -> None:
+    def _redirect(self, item: _Item, target: Optional[str], temp: bool) -> None:
         """Follows a redirect in this fetch (http.redirect.max > 0) or records its target."""
         limit = self.settings.redirect_max
         if limit > 0 and item.redirects < limit and not self._no_more:
@@ -244,6 +254,10 @@ class Fetcher:
     # -- one item, without the lock ---------------------------------------------------------
     def _fetch(self, item: _Item) -> _Outcome:
         url = item.record['url']
+        denied = self.policy.denied(url)
+        if denied:
+            self._denied(denied)
+            return _Outcome(protocol='blocked', error=f'address policy: {denied}', asap=True)
         parts = urllib.parse.urlsplit(url)
         rules = self.robots.rules(parts.scheme, parts.netloc)
         if rules.kind == 'unavailable':
@@ -261,6 +275,12 @@ class Fetcher:
         resp = self.http.get(url, modified_time=item.record['modified_time'],
                              etag=item.record['metadata'].get('ETag'))
         end = time.time()
+        if resp.denied:
+            self._denied(resp.error)
+            return _Outcome(protocol='blocked', error=f'address policy: {resp.error}', asap=True)
+        if resp.cut:
+            with self.cond:
+                self._count(metrics.FETCH_DEADLINE)
         protocol = protocol_status(resp.code)
         meta = {'_rs_': str(int(resp.elapsed * 1000)), 'fetch.start': str(int(start * 1000)),
                 'fetch.end': str(int(end * 1000))}
@@ -272,7 +292,8 @@ class Fetcher:
             meta['Content-Type'] = mime
         error = resp.error or (f'HTTP {resp.code}' if protocol == 'exception' else '')
         outcome = _Outcome(protocol=protocol, code=resp.code, error=error, meta=meta,
-                           elapsed=resp.elapsed, crawl_delay=crawl_delay, body=resp.body)
+                           elapsed=resp.elapsed, crawl_delay=crawl_delay, body=resp.body,
+                           cut=resp.cut)
         if protocol in CONTENT_KEPT and self.settings.store_content:
             outcome.content = content_record(
                 url, content_bytes=resp.body, content_type=mime or 'application/octet-stream',
@@ -280,6 +301,8 @@ class Fetcher:
                 truncated=resp.truncated,
                 metadata={CRAWL_SCORE_KEY: repr(float(item.record['score']))})
         if protocol in ('moved', 'temp_moved'):
-            outcome.target = redirect_target(url, resp.headers.get('Location', ''), self.policy,
-                                             self.settings.max_url_length)
+            outcome.target, why = redirect_target(url, resp.headers.get('Location', ''),
+                                                  self.policy, self.settings.max_url_length)
+            if why == 'denied':
+                self._denied(why)
         return outcome

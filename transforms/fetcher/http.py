@@ -1,6 +1,8 @@
 """HTTP for the fetcher: one pooled requests.Session per fetcher, no automatic redirects,
 conditional GET, a content limit, and gzip/deflate decoded here with a hard cap on decoded bytes
-(urllib3's decoder is bypassed so that a gzip bomb cannot exhaust memory)."""
+(urllib3's decoder is bypassed so that a gzip bomb cannot exhaust memory). Every request runs
+under the guards of guard.py: a deadline for the whole request, and (without a proxy) the
+address policy checked on the address actually connected to."""
 
 import dataclasses
 import email.utils
@@ -9,7 +11,11 @@ import zlib
 from typing import Dict, Optional
 
 import requests
+import urllib3
 from requests.adapters import HTTPAdapter
+
+from beamcrawl.transforms.fetcher.guard import DeniedAddress, Watchdog, guarded_pool_classes
+from beamcrawl.transforms.policy.addresses import AddressPolicy
 
 __all__ = ['HttpSettings', 'HttpResponse', 'HttpClient', 'http_date']
 
@@ -21,13 +27,14 @@ class HttpSettings:
     user_agent: str
     accept: str
     accept_language: str
-    timeout_s: float
+    timeout_s: float              # http.timeout: connect, and each read of the socket
+    deadline_s: float             # http.request.deadline: a whole request, all included
     content_limit: int            # bytes kept, -1: unlimited
     hard_limit: int               # decoded bytes read at most, even when content_limit is -1
     proxy: Optional[str]          # 'http://host:port' or None
     if_modified_since: bool
     pool_size: int
-
+    address: Optional[AddressPolicy] = None   # checked at connect time (not through a proxy)
 
 
 @dataclasses.dataclass
@@ -39,6 +46,8 @@ class HttpResponse:
     truncated: bool = False
     error: str = ''
     elapsed: float = 0.0          # seconds from request start to body read
+    denied: bool = False          # refused by the address policy: nothing was sent
+    cut: bool = False             # stopped at its deadline (or by expire_all)
 
 
 def http_date(ms: int) -> str:
@@ -72,14 +81,35 @@ class _Decoder:
         return bool(self._tail)
 
 
+class _GuardedAdapter(HTTPAdapter):
+    """requests' adapter with the guarded connection pools, for proxies too."""
+
+    def __init__(self, pool_classes, **kwargs):
+        self._pool_classes = pool_classes
+        super().__init__(**kwargs)
+
+    def init_poolmanager(self, *args, **kwargs):
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = self._pool_classes
+
+    def proxy_manager_for(self, *args, **kwargs):
+        manager = super().proxy_manager_for(*args, **kwargs)
+        manager.pool_classes_by_scheme = self._pool_classes
+        return manager
+
+
 class HttpClient:
     """GET without following redirects; thread-safe (requests' pool is)."""
 
     def __init__(self, settings: HttpSettings):
         self.settings = settings
+        self.watchdog = Watchdog()
         self.session = requests.Session()
-        adapter = HTTPAdapter(pool_connections=settings.pool_size, pool_maxsize=settings.pool_size,
-                              max_retries=0)
+        # Through a proxy the peer is the proxy; names are the proxy's to resolve.
+        peer_policy = None if settings.proxy else settings.address
+        adapter = _GuardedAdapter(guarded_pool_classes(self.watchdog, peer_policy),
+                                  pool_connections=settings.pool_size,
+                                  pool_maxsize=settings.pool_size, max_retries=0)
         self.session.mount('http://', adapter)
         self.session.mount('https://', adapter)
         self.session.headers.update({
@@ -90,7 +120,12 @@ class HttpClient:
                         if settings.proxy else {})
 
     def close(self) -> None:
+        self.watchdog.close()
         self.session.close()
+
+    def cut_all(self) -> None:
+        """Ends every request in flight now (they fail as cut)."""
+        self.watchdog.expire_all()
 
     def get(self, url: str, *, modified_time: int = 0, etag: Optional[str] = None,
             limit: Optional[int] = None) -> HttpResponse:
@@ -100,26 +135,40 @@ class HttpClient:
         if etag:
             headers['If-None-Match'] = etag
         start = time.time()
+        deadline = start + self.settings.deadline_s
+        self.watchdog.begin(deadline)
+        resp = None
         try:
             # Sent through the adapter: Session.get would read a redirect's body itself, with
             # urllib3's unbounded decoder, even when not following redirects.
             prepared = self.session.prepare_request(requests.Request('GET', url, headers=headers))
-            resp = self.session.get_adapter(url).send(
-                prepared, stream=True, timeout=self.settings.timeout_s, proxies=self.proxies)
-        except (requests.RequestException, ValueError) as e:
-            return HttpResponse(url, None, {}, error=_describe(e), elapsed=time.time() - start)
-        try:
+            timeout = (min(self.settings.timeout_s, self.settings.deadline_s),
+                       self.settings.timeout_s)
+            resp = self.session.get_adapter(url).send(prepared, stream=True, timeout=timeout,
+                                                      proxies=self.proxies)
             body, truncated = self._read(resp, self.settings.content_limit if limit is None
-                                         else limit)
-        except (requests.RequestException, OSError, zlib.error) as e:
-            return HttpResponse(url, None, dict(resp.headers), error=_describe(e),
-                                elapsed=time.time() - start)
+                                         else limit, deadline)
+            result = HttpResponse(url, resp.status_code, dict(resp.headers), body, truncated)
+        except DeniedAddress as e:
+            result = HttpResponse(url, None, {}, error=str(e), denied=True)
+        except (requests.RequestException, urllib3.exceptions.HTTPError, OSError, ValueError,
+                zlib.error, _DeadlinePassed) as e:
+            result = HttpResponse(url, None, dict(resp.headers) if resp is not None else {},
+                                  error=_describe(e))
         finally:
-            resp.close()
-        return HttpResponse(url, resp.status_code, dict(resp.headers), body, truncated,
-                            elapsed=time.time() - start)
+            if resp is not None:
+                resp.close()
+            cut = self.watchdog.end()
+        if cut:      # a body may even look complete to urllib3 once its socket was shut down
+            result = HttpResponse(url, None, result.headers, cut=True, error=(
+                f'request cut at its deadline (http.request.deadline '
+                f'{self.settings.deadline_s:g} s) or at the fetch time limit'))
+        result.elapsed = time.time() - start
+        return result
 
-    def _read(self, resp, limit: int):
+    def _read(self, resp, limit: int, deadline: float):
+        """(body, truncated by the content limit). A body that ends before its Content-Length
+        or after the deadline raises (a failure, never a short success)."""
         cap = self.settings.hard_limit if limit < 0 else min(limit, self.settings.hard_limit)
         encoding = resp.headers.get('Content-Encoding', '').strip().lower()
         decoder = _Decoder(encoding) if encoding in ('gzip', 'x-gzip', 'deflate') else None
@@ -136,13 +185,17 @@ class HttpClient:
                 size += len(data)
             if size > cap:
                 break
+            if time.time() > deadline:
+                raise _DeadlinePassed(f'deadline ({self.settings.deadline_s:g} s) passed while '
+                                      f'reading the body')
         body = b''.join(parts)
         if len(body) > cap:
             return body[:cap], True
-        declared = resp.headers.get('Content-Length')
-        truncated = bool(decoder is None and declared and declared.isdigit()
-                         and int(declared) > len(body))
-        return body, truncated
+        return body, False
+
+
+class _DeadlinePassed(Exception):
+    pass
 
 
 def _describe(error: Exception) -> str:

@@ -7,7 +7,7 @@ chooseRepr picks for the pair.
 """
 
 import urllib.parse
-from typing import Optional
+from typing import Optional, Tuple
 
 from beamcrawl.transforms.policy.urls import UrlPolicy, choose_repr
 from beamcrawl.transforms.records import crawl_datum
@@ -16,14 +16,19 @@ __all__ = ['redirect_target', 'target_record']
 
 
 def redirect_target(url: str, location: str, policy: UrlPolicy, max_length: int
-                    ) -> Optional[str]:
-    """The normalized, accepted target of a redirect from `url`; None when there is none (too
-    long, filtered, malformed, or the URL itself)."""
-    target = urllib.parse.urljoin(url, location.strip()) if location.strip() else url
+                    ) -> Tuple[Optional[str], str]:
+    """(the normalized, accepted target of a redirect from `url`, '') or (None, why not: 'long',
+    'malformed', 'filtered', 'denied' by the address policy, or 'self')."""
+    try:
+        target = urllib.parse.urljoin(url, location.strip()) if location.strip() else url
+    except ValueError:
+        return None, 'malformed'
     if len(target) > max_length:
-        return None
-    clean, _ = policy.clean(target)
-    return clean if clean and clean != url else None
+        return None, 'long'
+    clean, reason = policy.clean(target)
+    if clean is None:
+        return None, reason
+    return (clean, '') if clean != url else (None, 'self')
 
 
 def target_record(source: dict, target: str, *, temp: bool, status: str, now_ms: int,

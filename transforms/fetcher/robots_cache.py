@@ -3,7 +3,7 @@ fetch threads (one thread fetches, the others wanting the same site wait for it)
 
 import threading
 import urllib.parse
-from typing import Callable, Dict
+from typing import Callable, Dict, Optional
 
 from beamcrawl.transforms.fetcher.http import HttpClient
 from beamcrawl.transforms.policy.robots import RobotsRules, robots_url, rules_from_response
@@ -19,11 +19,15 @@ class RobotsCache:
     its robots.txt has been fetched (for counters)."""
 
     def __init__(self, http: HttpClient, *, redirect_max: int, allow_403: bool,
-                 on_fetched: Callable[[RobotsRules], None]):
+                 denied: Callable[[str], Optional[str]],
+                 on_fetched: Callable[[RobotsRules], None],
+                 on_denied: Callable[[str], None]):
         self.http = http
         self.redirect_max = redirect_max
         self.allow_403 = allow_403
+        self.denied = denied                # the address policy's verdict on a URL
         self.on_fetched = on_fetched
+        self.on_denied = on_denied
         self._rules: Dict[str, RobotsRules] = {}
         self._site_locks: Dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
@@ -46,9 +50,20 @@ class RobotsCache:
 
     def _fetch(self, url: str) -> RobotsRules:
         for _ in range(self.redirect_max + 1):
-            resp = self.http.get(url, limit=ROBOTS_LIMIT)
+            reason = self.denied(url)
+            if reason is None:
+                resp = self.http.get(url, limit=ROBOTS_LIMIT)
+                reason = resp.error if resp.denied else None
+            if reason is not None:
+                # A robots.txt (or its redirect) at a refused address is never requested; the
+                # site is treated as having none, as after too many redirects.
+                self.on_denied(reason)
+                return rules_from_response(404, b'', allow_403=True)
             if resp.code in _REDIRECT_CODES and resp.headers.get('Location'):
-                url = urllib.parse.urljoin(url, resp.headers['Location'])
+                try:
+                    url = urllib.parse.urljoin(url, resp.headers['Location'].strip())
+                except ValueError:
+                    return rules_from_response(404, b'', allow_403=True)
                 continue
             return rules_from_response(resp.code, resp.body, allow_403=self.allow_403,
                                        error=resp.error)

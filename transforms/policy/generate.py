@@ -25,7 +25,7 @@ __all__ = ['GenerateSettings', 'sort_key', 'assign_segments', 'Assignment',
            'segment_names', 'REJECT_REASONS']
 
 # Rejection reasons, in the order the checks run; each has a counter generate.rejected.<reason>.
-REJECT_REASONS = ('filtered', 'not_due', 'generate_locked', 'status_restricted',
+REJECT_REASONS = ('filtered', 'denied_address', 'not_due', 'generate_locked', 'status_restricted',
                   'below_min_score', 'interval_too_long')
 
 

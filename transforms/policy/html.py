@@ -6,11 +6,16 @@ skipped script/style subtrees whose tails still count, meta tags only outside <b
 straightforward; selectolax extracts raw links 1.7× faster (bench/bench_html_parsers.py), but
 per-link URL normalization costs more than parsing, so the difference does not show end to end.
 
+lxml builds trees up to 2048 levels deep (`huge_tree`: the default 256 loses everything after
+300 unclosed `<font>` tags, which real pages have); a document deeper still is read by the
+tokenizer of html_tokens.py instead, so no link or text is dropped silently. Both readings
+produce an `Extract`, to which the same rules (robots meta tags, refresh, base URL, link
+resolution) are applied. The encoding is chosen by charset.py.
+
 `parse_document(...)` never raises for bad input: a document that cannot be parsed gives a
 `failed` Parse, a type that is not text gives `notparsed`.
 """
 
-import codecs
 import dataclasses
 import re
 import urllib.parse
@@ -19,7 +24,10 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import lxml.etree
 import lxml.html
 
-__all__ = ['Parse', 'parse_document', 'decode_html', 'HTML_TYPES', 'BLOCK_TAGS']
+from beamcrawl.transforms.policy.charset import decode_document
+from beamcrawl.transforms.policy.html_tokens import Extract, extract_tokens
+
+__all__ = ['Parse', 'parse_document', 'HTML_TYPES', 'BLOCK_TAGS']
 
 HTML_TYPES = frozenset({'text/html', 'application/xhtml+xml', 'application/vnd.wap.xhtml+xml'})
 TEXT_TYPES = frozenset({'text/plain'})
@@ -32,9 +40,6 @@ BLOCK_TAGS = frozenset(
 _SKIP_TEXT = frozenset({'script', 'style', 'template'})
 _LINK_ATTRS = {'a': 'href', 'area': 'href', 'frame': 'src', 'iframe': 'src', 'script': 'src',
                'link': 'href', 'img': 'src', 'source': 'src'}
-_META_CHARSET = re.compile(rb'<meta[^>]+charset\s*=\s*["\']?\s*([A-Za-z0-9_.:-]+)', re.I)
-_BOMS = ((codecs.BOM_UTF8, 'utf-8'), (codecs.BOM_UTF16_LE, 'utf-16-le'),
-         (codecs.BOM_UTF16_BE, 'utf-16-be'))
 _SPACES = re.compile(r'[\s\u00a0\u2000-\u200b\u3000]+')
 _BREAK = '\ue000'            # marks a block boundary while text is assembled (private use)
 _COLON_DIRECTIVES = ('unavailable_after', 'max-snippet', 'max-image-preview', 'max-video-preview')
@@ -50,38 +55,6 @@ class Parse:
     refresh: Optional[Tuple[str, int]] = None       # (target URL, seconds)
     noindex: bool = False
     nofollow: bool = False
-
-
-def _codec(label: Optional[str]) -> Optional[str]:
-    if not label:
-        return None
-    try:
-        name = codecs.lookup(label.strip().strip('"\'').lower()).name
-    except LookupError:
-        return None
-    # WHATWG: documents labelled latin-1 / ascii are decoded as windows-1252.
-    return 'cp1252' if name in ('latin-1', 'iso8859-1', 'ascii') else name
-
-
-def decode_html(body: bytes, header_charset: Optional[str]) -> Tuple[str, str]:
-    """(text, charset): the BOM, then the HTTP header's charset, then a <meta> charset in the
-    first 8 KiB; the first that decodes the bytes cleanly wins; else UTF-8 if it decodes, else
-    windows-1252 (Nutch's default)."""
-    candidates = []
-    for bom, name in _BOMS:
-        if body.startswith(bom):
-            candidates.append(name)
-            body = body[len(bom):]
-            break
-    candidates.append(_codec(header_charset))
-    m = _META_CHARSET.search(body[:8192])
-    candidates.append(_codec(m.group(1).decode('ascii', 'replace')) if m else None)
-    for name in [c for c in candidates if c] + ['utf-8']:
-        try:
-            return body.decode(name), name
-        except (UnicodeDecodeError, LookupError):
-            continue
-    return body.decode('cp1252', 'replace'), 'cp1252'
 
 
 def _clean(text: str) -> str:
@@ -134,22 +107,56 @@ def _anchor_text(element) -> str:
 
 def parse_html(body: bytes, url: str, *, header_charset: Optional[str] = None,
                x_robots: str = '', agents: Sequence[str] = ()) -> Parse:
-    text, charset = decode_html(body, header_charset)
+    text, charset, source = decode_document(body, header_charset)
     text = text.replace(_BREAK, ' ')
+    meta: Dict[str, str] = {'charset': charset, 'charset.source': source}
     if '\x00' in text[:1024]:
-        return Parse('failed', metadata={'parse.error': 'binary content, not HTML'})
+        return Parse('failed', metadata={**meta, 'parse.error': 'binary content, not HTML'})
+    parser = lxml.html.HTMLParser(encoding='utf-8', huge_tree=True)
     try:
-        root = lxml.html.fromstring(text.encode('utf-8'),
-                                    parser=lxml.html.HTMLParser(encoding='utf-8'))
+        root = lxml.html.fromstring(text.encode('utf-8'), parser=parser)
     except lxml.etree.ParserError:          # empty document
-        return Parse('success', metadata={'charset': charset})
-    meta: Dict[str, str] = {'charset': charset}
+        return Parse('success', metadata=meta)
+    if any('Excessive depth' in e.message for e in parser.error_log):
+        meta['parse.fallback'] = 'tokenizer: nested deeper than lxml builds trees'
+        extract = extract_tokens(text, link_attrs=_LINK_ATTRS, block_tags=BLOCK_TAGS,
+                                 skip_tags=_SKIP_TEXT, breaker=_BREAK)
+        extract.text = _lines(extract.text)
+    else:
+        extract = _extract_tree(root)
+    return _apply_rules(extract, url, meta, x_robots, agents)
+
+
+def _extract_tree(root) -> Extract:
+    out = Extract()
+    for element in root.iter('meta'):
+        if not _in_body(element):
+            out.metas.append({k.lower(): v for k, v in element.attrib.items()})
+    for element in root.iter('base'):
+        if element.get('href'):
+            out.base = element.get('href').strip()
+            break
+    for element in root.iter('title'):
+        if not _in_body(element):
+            out.title = element.text_content()
+        break
+    for element in root.iter(*_LINK_ATTRS):
+        target = element.get(_LINK_ATTRS[element.tag])
+        if target is None or not target.strip():
+            continue
+        if 'nofollow' in (element.get('rel') or '').lower().split():
+            continue
+        out.links.append((target.strip(), _anchor_text(element)))
+    out.text = _text(root)                 # last: it changes the tree
+    return out
+
+
+def _apply_rules(extract: Extract, url: str, meta: Dict[str, str], x_robots: str,
+                 agents: Sequence[str]) -> Parse:
+    """Robots directives (meta and X-Robots-Tag), meta refresh, the base URL and the links."""
     noindex, nofollow, nocache = _robots_flags(x_robots_directives(x_robots, agents))
     refresh = None
-    for element in root.iter('meta'):
-        if _in_body(element):
-            continue
-        attrs = {k.lower(): v for k, v in element.attrib.items()}
+    for attrs in extract.metas:
         content = attrs.get('content', '')
         name, equiv = attrs.get('name', '').lower(), attrs.get('http-equiv', '').lower()
         if name:
@@ -163,20 +170,23 @@ def parse_html(body: bytes, url: str, *, header_charset: Optional[str] = None,
         if equiv == 'refresh' and refresh is None:
             refresh = _refresh(content, url)
     base = url
-    for element in root.iter('base'):
-        if element.get('href'):
-            base = urllib.parse.urljoin(url, element.get('href').strip())
-            break
-    title = ''
-    for element in root.iter('title'):
-        if not _in_body(element):
-            title = _clean(element.text_content())
-        break
-    outlinks = [] if nofollow else _outlinks(root, base)
+    if extract.base:
+        try:
+            base = urllib.parse.urljoin(url, extract.base)
+        except ValueError:
+            pass
+    outlinks = []
+    if not nofollow:
+        for href, anchor in extract.links:
+            try:
+                outlinks.append((_resolve(base, href), _clean(anchor)))
+            except ValueError:                # e.g. a malformed IPv6 literal
+                continue
     if nocache:
         meta['caching.forbidden'] = 'content'
-    parse = Parse('success_redirect' if refresh else 'success', title='' if noindex else title,
-                  text='' if noindex else _text(root), outlinks=outlinks, metadata=meta,
+    parse = Parse('success_redirect' if refresh else 'success',
+                  title='' if noindex else _clean(extract.title),
+                  text='' if noindex else extract.text, outlinks=outlinks, metadata=meta,
                   refresh=refresh, noindex=noindex, nofollow=nofollow)
     if refresh:
         meta['refresh.url'], meta['refresh.time'] = refresh[0], str(refresh[1])
@@ -195,22 +205,6 @@ def _resolve(base: str, href: str) -> str:
     return urllib.parse.urljoin(base, href)
 
 
-def _outlinks(root, base: str) -> List[Tuple[str, str]]:
-    links = []
-    for element in root.iter(*_LINK_ATTRS):
-        target = element.get(_LINK_ATTRS[element.tag])
-        if target is None or not target.strip():
-            continue
-        if 'nofollow' in (element.get('rel') or '').lower().split():
-            continue
-        try:
-            resolved = _resolve(base, target.strip())
-        except ValueError:                    # e.g. a malformed IPv6 literal
-            continue
-        links.append((resolved, _anchor_text(element)))
-    return links
-
-
 def _text(root) -> str:
     """The document's text: script/style/template subtrees dropped (their tails kept), a break
     around every block element, whitespace runs collapsed. Done by lxml in C: the tree is
@@ -220,7 +214,11 @@ def _text(root) -> str:
     for element in root.iter(*BLOCK_TAGS):
         element.text = _BREAK + (element.text or '')
         element.tail = _BREAK + (element.tail or '')
-    text = lxml.etree.tostring(root, method='text', encoding='unicode')
+    return _lines(lxml.etree.tostring(root, method='text', encoding='unicode'))
+
+
+def _lines(text: str) -> str:
+    """Text with block breaks marked: one line per block, whitespace runs collapsed."""
     lines = (_clean(line) for line in text.split(_BREAK))
     return '\n'.join(line for line in lines if line)
 
@@ -241,9 +239,10 @@ def parse_document(body: bytes, url: str, content_type: str, *,
         return parse_html(body, url, header_charset=charset,
                           x_robots=headers.get('X-Robots-Tag', ''), agents=agents)
     if mime in TEXT_TYPES:
-        text, used = decode_html(body, charset)
+        text, used, source = decode_document(body, charset)
+        meta = {'charset': used, 'charset.source': source}
         if '\x00' in text[:1024]:
-            return Parse('failed', metadata={'parse.error': 'binary content, not text'})
+            return Parse('failed', metadata={**meta, 'parse.error': 'binary content, not text'})
         return Parse('success', text='\n'.join(_clean(l) for l in text.splitlines() if l.strip()),
-                     metadata={'charset': used})
+                     metadata=meta)
     return Parse('notparsed', metadata={'parse.error': f'no parser for {mime or "unknown type"}'})

@@ -11,6 +11,7 @@ TABs is reported as malformed with a hint, instead of becoming part of the URL.
 """
 
 import dataclasses
+import math
 import re
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -61,7 +62,7 @@ def parse_seed_line(line: str) -> Optional[SeedLine]:
             continue
         try:
             if name in ('score', 'nutch.score'):
-                score = float(value)
+                score = _score(value)
             elif name in ('fetch_interval', 'nutch.fetchInterval'):
                 interval = _seconds(value)
             elif name == 'fixed_interval':
@@ -71,7 +72,7 @@ def parse_seed_line(line: str) -> Optional[SeedLine]:
             elif name == 'nutch.fetchInterval.fixed':
                 seconds = int(value)
                 if seconds > -1:
-                    fixed_interval = seconds
+                    fixed_interval = _seconds(value)
             else:
                 metadata[name] = value
         except ValueError:
@@ -82,9 +83,22 @@ def parse_seed_line(line: str) -> Optional[SeedLine]:
                     metadata=tuple(sorted(metadata.items())), problems=tuple(problems))
 
 
+# A score is stored as an Avro float (32 bits), an interval as an Avro int (seconds).
+_MAX_SCORE = 3.4e38
+_MAX_INTERVAL = 2 ** 31 - 1
+
+
+def _score(value: str) -> float:
+    """A finite score that a float32 holds (nan, inf and 1e308 are refused)."""
+    score = float(value)
+    if not math.isfinite(score) or abs(score) > _MAX_SCORE:
+        raise ValueError(value)
+    return score
+
+
 def _seconds(value: str) -> int:
     seconds = int(value)
-    if seconds < 0:
+    if not 0 <= seconds <= _MAX_INTERVAL:
         raise ValueError(value)
     return seconds
 

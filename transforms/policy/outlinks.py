@@ -6,7 +6,7 @@ use up the quota twice (and does not get two linked records).
 """
 
 import dataclasses
-from typing import List, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from beamcrawl.transforms.policy.urls import MalformedUrl, UrlPolicy, host_of
 
@@ -34,9 +34,10 @@ class OutlinkRules:
 
 
 def filter_outlinks(source: str, links: Sequence[Tuple[str, str]], rules: OutlinkRules,
-                    policy: UrlPolicy, *, normalize: bool = True,
-                    filter_urls: bool = True) -> List[Tuple[str, str]]:
-    """The accepted (normalized target, anchor) pairs, in document order."""
+                    policy: UrlPolicy, *, normalize: bool = True, filter_urls: bool = True,
+                    denied: Optional[List[str]] = None) -> List[Tuple[str, str]]:
+    """The accepted (normalized target, anchor) pairs, in document order. Targets the address
+    policy refuses are dropped whatever filter_urls says, and appended to `denied` if given."""
     limit = len(links) if rules.max_outlinks < 0 else min(rules.max_outlinks, len(links))
     out: List[Tuple[str, str]] = []
     targets, pairs = set(), set()
@@ -53,6 +54,10 @@ def filter_outlinks(source: str, links: Sequence[Tuple[str, str]], rules: Outlin
             except MalformedUrl:
                 continue
         if not target or target == source or (filter_urls and not policy.accept(target)):
+            continue
+        if policy.denied(target):
+            if denied is not None:
+                denied.append(target)
             continue
         if (target, anchor) in pairs:
             continue

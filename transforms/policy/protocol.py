@@ -18,6 +18,7 @@ _FETCH = {
     'access_denied': 'fetch_gone',
     'robots_denied': 'fetch_gone',
     'notmodified': 'fetch_notmodified',
+    'blocked': 'fetch_gone',        # refused by the address policy (nutch-differences D42)
 }
 
 # Protocol statuses whose response body is stored in content/ (Nutch: success and redirects).

@@ -6,11 +6,15 @@ picklable object: `policy.normalize(url)` raises `MalformedUrl`, `policy.accept(
 filters, `policy.clean(url)` does both and returns (url or None, reason).
 """
 
+import ipaddress
 import re
 import urllib.parse
 import xml.etree.ElementTree as ET
 from typing import List, Optional, Sequence, Tuple
 
+import idna
+
+from beamcrawl.transforms.policy.addresses import AddressPolicy, parse_ipv4
 from beamcrawl.transforms.policy.domains import DomainHelper, choose_repr  # re-exported
 from beamcrawl.transforms.policy.urlparts import (MalformedUrl, host_of, scheme_host, split_url)  # re-exported
 
@@ -142,6 +146,9 @@ class BasicNormalizer:
         return host, int(port_text)
 
     def _normalize_host(self, host: str) -> str:
+        """The host, percent-decoded, then validated: an IP literal in canonical form (any
+        spelling browsers read as IPv4 becomes dotted decimal), or a name of valid DNS labels,
+        with Unicode labels in punycode (IDNA UTS #46) unless idn is '' or toUnicode."""
         if '%' in host:
             if re.search(r'%(?![0-9A-Fa-f]{2})', host):
                 raise MalformedUrl(f'bad escape in host {host!r}')
@@ -149,18 +156,48 @@ class BasicNormalizer:
                 host = urllib.parse.unquote_to_bytes(host).decode('utf-8')
             except UnicodeError:
                 raise MalformedUrl(f'bad escape in host {host!r}') from None
-        host = host.lower()
+        if host.startswith('['):
+            try:
+                return f'[{ipaddress.IPv6Address(host[1:-1]).compressed}]'
+            except ValueError:
+                raise MalformedUrl(f'bad IPv6 host {host!r}') from None
+        if _FORBIDDEN_HOST.search(host):
+            raise MalformedUrl(f'forbidden character in host {host!r}')
         if self.trim_trailing_dot and host.endswith('.') and len(host) > 1:
             host = host[:-1]
-        if self.idn and not host.startswith('['):
+        if not host.isascii():
+            if self.idn in ('toAscii', 'toUnicode'):
+                try:
+                    host = idna.encode(host, uts46=True).decode('ascii')
+                except (idna.IDNAError, UnicodeError):
+                    raise MalformedUrl(f'bad internationalized host {host!r}') from None
+            else:
+                host = host.lower()
+        else:
+            host = host.lower()
+        labels = host[:-1].split('.') if host.endswith('.') else host.split('.')
+        if _ends_in_number(labels[-1]):            # WHATWG: then it must be an IPv4 address
+            address = parse_ipv4(host)
+            if address is None:
+                raise MalformedUrl(f'host {host!r} ends in a number but is no IPv4 address')
+            return str(address)
+        if '' in labels or len(host) > 253 or any(len(label) > 63 for label in labels):
+            raise MalformedUrl(f'bad host name {host!r}')
+        if self.idn == 'toUnicode' and any(label.startswith('xn--') for label in labels):
             try:
-                if self.idn == 'toAscii':
-                    host = host.encode('idna').decode('ascii')
-                else:
-                    host = host.encode('ascii').decode('idna')
-            except UnicodeError:
+                host = idna.decode(host)
+            except (idna.IDNAError, UnicodeError):
                 raise MalformedUrl(f'bad internationalized host {host!r}') from None
         return host
+
+
+_FORBIDDEN_HOST = re.compile(r'[\x00-\x20\x7f#/:<>?@\[\\\]^|%]')
+
+
+def _ends_in_number(label: str) -> bool:
+    if label.isdigit() and label.isascii():
+        return True
+    return label[:2] in ('0x', '0X') and all(c in _HEX for c in label[2:])
 
 
 def _java_regex(pattern: str) -> str:
@@ -275,18 +312,19 @@ class RegexFilter:
 
 
 class UrlPolicy:
-    """The configured normalizer chain and filters, as one picklable object."""
+    """The configured normalizer chain, filters and address policy, as one picklable object."""
 
     def __init__(self, *, basic: BasicNormalizer, regex_normalizer: Optional[RegexNormalizer],
                  loop_count: int, regex_filter: Optional[RegexFilter],
-                 schemes: Sequence[str], domains: DomainHelper):
+                 schemes: Sequence[str], domains: DomainHelper,
+                 address: Optional[AddressPolicy] = None):
         self.basic = basic
         self.regex_normalizer = regex_normalizer
         self.loop_count = loop_count
         self.regex_filter = regex_filter
         self.schemes = frozenset(s.lower() for s in schemes)
         self.domains = domains
-
+        self.address = address
 
     def normalize(self, url: str) -> str:
         """Runs the normalizer chain; raises MalformedUrl."""
@@ -309,9 +347,21 @@ class UrlPolicy:
             return False
         return self.regex_filter is None or self.regex_filter(url)
 
+    def denied(self, url: str) -> Optional[str]:
+        """Why the address policy refuses a URL's host before any lookup (an address literal
+        in a denied range, a localhost name), or None. Applies whatever the filters say."""
+        return self.denied_host(host_of(url))
+
+    def denied_host(self, host: str) -> Optional[str]:
+        """`denied` for a host the caller has already taken out of its URL."""
+        if self.address is None or not host:
+            return None
+        return self.address.denied_host(host)
+
     def clean(self, url: str, *, normalize: bool = True, filter: bool = True
               ) -> Tuple[Optional[str], str]:
-        """(clean url, '') or (None, 'malformed' | 'filtered')."""
+        """(clean url, '') or (None, 'malformed' | 'filtered' | 'denied'); the address policy
+        applies even when filter is False."""
         if normalize:
             try:
                 url = self.normalize(url)
@@ -321,4 +371,6 @@ class UrlPolicy:
                 return None, 'malformed'
         if filter and not self.accept(url):
             return None, 'filtered'
+        if self.denied(url):
+            return None, 'denied'
         return url, ''
