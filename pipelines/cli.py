@@ -49,6 +49,9 @@ def setup_logging() -> None:
         handler.addFilter(DropBeamNoise())
     for noisy in ('apache_beam', 'absl', 'matplotlib'):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    # urllib3 warns, with a traceback, about every malformed response a hostile server sends;
+    # the fetcher records those as statuses and counters instead.
+    logging.getLogger('urllib3').setLevel(logging.ERROR)
 
 
 # Arguments that name local files or directories. They are made absolute before any pipeline

@@ -86,7 +86,7 @@ class Fetcher:
         self._threads = [threading.Thread(target=self._work, name=f'fetcher-{i}', daemon=True)
                          for i in range(settings.threads)]
         self._monitor = Monitor(settings, self.started, progress=self._progress,
-                                stop_fetching=self._stop_fetching, finished=lambda: self._stopped)
+                                stop_fetching=self.stop, finished=lambda: self._stopped)
         for thread in self._threads:
             thread.start()
         self._monitor.start()
@@ -139,9 +139,10 @@ class Fetcher:
             self.progress.waiting = self.queues.pending_count
             return dataclasses.replace(self.progress)
 
-    def _stop_fetching(self, reason: str) -> None:
-        """Monitor: no new request from now on; waiting URLs are reported as not fetched, and
-        requests in flight are cut now (they are reported as not fetched too)."""
+    def stop(self, reason: str) -> None:
+        """No new request from now on (the time limit, the throughput threshold, an interrupt):
+        waiting URLs are reported as not fetched, and requests in flight are cut now (they are
+        reported as not fetched too). `close()` still has to be called."""
         with self.cond:
             self._no_more = True
             for item in self.queues.drain():

@@ -146,6 +146,9 @@ class HttpClient:
                        self.settings.timeout_s)
             resp = self.session.get_adapter(url).send(prepared, stream=True, timeout=timeout,
                                                       proxies=self.proxies)
+            original = getattr(resp.raw, '_original_response', None)
+            if original is not None:     # a header block cut short is a failure, not a 200
+                urllib3.util.response.assert_header_parsing(original.msg)
             body, truncated = self._read(resp, self.settings.content_limit if limit is None
                                          else limit, deadline)
             result = HttpResponse(url, resp.status_code, dict(resp.headers), body, truncated)

@@ -12,13 +12,15 @@ that tests can check politeness.
 """
 
 import dataclasses
+import select
+import socket
 import threading
 import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable, Dict, List, Optional, Union
 
-__all__ = ['Page', 'Request', 'LoggedRequest', 'TestWeb', 'html_page', 'redirect']
+__all__ = ['Page', 'Raw', 'Request', 'LoggedRequest', 'TestWeb', 'html_page', 'redirect']
 
 
 @dataclasses.dataclass
@@ -48,7 +50,16 @@ class LoggedRequest:
     end: float                   # time.time() just before the response's last bytes were sent
 
 
-Route = Union[Page, Callable[[Request], Page]]
+@dataclasses.dataclass
+class Raw:
+    """A response a handler writes itself, byte by byte if it likes (trickling, truncated or
+    never-ending responses). `write(send, closed)` gets `send(bytes)`, which raises OSError once
+    the client has gone, and `closed(timeout)`, which waits up to `timeout` s for the client to
+    close the connection and says whether it did."""
+    write: Callable[[Callable[[bytes], None], Callable[[float], bool]], None]
+
+
+Route = Union[Page, Raw, Callable[[Request], Union[Page, Raw]]]
 
 
 def html_page(title: str, body_html: str = '', links: Optional[List[str]] = None,
@@ -166,6 +177,9 @@ class _Handler(BaseHTTPRequestHandler):
             path = self.path
         request = Request(self.command, host.lower(), path, dict(self.headers.items()))
         page = self.testweb._route(request)
+        if isinstance(page, Raw):
+            self._raw(request, path, page, start)
+            return
         if page.delay:
             time.sleep(page.delay)
         headers = {'Content-Type': page.content_type, **page.headers}
@@ -185,6 +199,29 @@ class _Handler(BaseHTTPRequestHandler):
                                            start, time.time()))
         self.wfile.write(data)
         self.wfile.flush()
+
+    def _raw(self, request: Request, path: str, raw: Raw, start: float) -> None:
+        self.testweb._record(LoggedRequest(request.host, path, self.command, 0, start,
+                                           time.time()))
+        self.close_connection = True
+
+        def send(data: bytes) -> None:
+            self.wfile.write(data)
+            self.wfile.flush()
+
+        def closed(timeout: float) -> bool:
+            ready, _, _ = select.select([self.connection], [], [], timeout)
+            if not ready:
+                return False
+            try:
+                return self.connection.recv(1, socket.MSG_PEEK) == b''
+            except OSError:
+                return True
+
+        try:
+            raw.write(send, closed)
+        except OSError:
+            pass                   # the client went away: what the hostile cases expect
 
     def do_GET(self):
         self._serve(send_body=True)

@@ -1,0 +1,195 @@
+"""The hostile test web: one handler per way a page or a server can attack or break a crawler.
+
+Served by the test web (tests/testweb.py) like any other site, through its proxy port. Raw
+handlers write their bytes themselves and note in `OUTCOMES` how far they got, so a test can
+tell a request that was cut from one that ran to its end.
+
+HOSTS is every host name these sites use: in a test, the server must see no request for any
+other host (an address the policy refuses never reaches the server).
+"""
+
+import gzip
+import threading
+from typing import Dict
+
+from tests.testweb import Page, Raw, html_page, redirect
+
+# Where a public page may try to send the crawler (each a different spelling or class).
+DENIED_TARGETS = [
+    'http://169.254.169.254/latest/meta-data/', 'http://10.1.2.3/', 'http://192.168.1.1/',
+    'http://127.0.0.1:9/', 'http://localhost:6379/', 'http://[::1]/', 'http://0.0.0.0/',
+    'http://2130706433/', 'http://0x7f000001/', 'http://[::ffff:169.254.169.254]/',
+]
+
+OUTCOMES: Dict[str, str] = {}      # raw handler name → what happened
+_changed = threading.Condition()
+TRICKLE_S = 0.2                    # seconds between two trickled bytes
+
+
+def _note(name: str, what: str) -> None:
+    with _changed:
+        OUTCOMES[name] = what
+        _changed.notify_all()
+
+
+def outcome(name: str, timeout: float = 60.0) -> str:
+    """What raw handler `name` noted, once it has (a server thread may notice a closed
+    connection a moment after the client has moved on)."""
+    with _changed:
+        if not _changed.wait_for(lambda: name in OUTCOMES, timeout):
+            raise AssertionError(f'the {name} handler noted nothing')
+        return OUTCOMES[name]
+
+
+def _trickle(name: str, head: bytes, body: bytes, *, trickle_head: bool):
+    """Sends head (trickled or at once), then body one byte per TRICKLE_S."""
+    def write(send, closed):
+        slow = (head if trickle_head else b'') + body
+        if not trickle_head:
+            send(head)
+        sent = 0
+        try:
+            for i in range(len(slow)):
+                send(slow[i:i + 1])
+                sent += 1
+                if closed(TRICKLE_S):
+                    break
+        finally:
+            _note(name, 'completed' if sent == len(slow) else
+                  f'cut after {sent} of {len(slow)} trickled bytes')
+    return Raw(write)
+
+
+def _truncated(name: str, data: bytes):
+    def write(send, closed):
+        send(data)
+        _note(name, 'sent a truncated response')
+    return Raw(write)
+
+
+def _never(name: str):
+    def write(send, closed):
+        _note(name, 'cut' if closed(60) else 'completed')
+    return Raw(write)
+
+
+def _huge_body(name: str, size: int = 2 * 10 ** 9):
+    def write(send, closed):
+        send(f'HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {size}\r\n\r\n'
+             .encode())
+        chunk, sent = b'x' * 65536, 0
+        try:
+            while sent < size and not closed(0):
+                send(chunk)
+                sent += len(chunk)
+        finally:
+            _note(name, f'sent {sent} bytes')
+    return Raw(write)
+
+
+def _huge_headers(name: str):
+    def write(send, closed):
+        send(b'HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n')
+        for i in range(16000):            # about 1 MB of headers
+            send(f'X-Junk-{i}: {"j" * 50}\r\n'.encode())
+        send(b'Content-Length: 2\r\n\r\nhi')
+        _note(name, 'completed')
+    return Raw(write)
+
+
+def _head(length: int, content_type: str = 'text/html') -> bytes:
+    return (f'HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\n'
+            f'Content-Length: {length}\r\n\r\n').encode()
+
+
+def _page(body: str, content_type: str = 'text/html; charset=utf-8', **kw) -> Page:
+    return Page(body=body.encode('utf-8'), content_type=content_type, **kw)
+
+
+_bomb = None
+
+
+def _gzip_bomb(request):
+    global _bomb
+    if _bomb is None:
+        _bomb = gzip.compress(b'\0' * (64 << 20), compresslevel=9)
+    return Page(body=_bomb, headers={'Content-Encoding': 'gzip'}, content_type='text/plain')
+
+
+def sites():
+    no_robots = Page(status=404)
+    evil = {
+        '/robots.txt': no_robots,
+        '/links': html_page('links', links=DENIED_TARGETS + ['http://ok.test/']),
+        '/base': _page('<html><head><base href="http://10.1.2.3/"></head><body>'
+                       '<a href="secret">relative to the base</a>'
+                       '<a href="http://ok.test/b">ok</a></body></html>'),
+        '/refresh': _page('<html><head><meta http-equiv="refresh" '
+                          'content="0; url=http://192.168.1.1/"></head><body>r</body></html>'),
+    }
+    for i, target in enumerate(DENIED_TARGETS):
+        evil[f'/redirect/{i}'] = redirect(target, 302)
+    ok = {'/robots.txt': no_robots, '/': html_page('ok'), '/b': html_page('ok b')}
+    robots_ssrf = {'/robots.txt': redirect('http://169.254.169.254/robots.txt'),
+                   '/page': html_page('behind a hostile robots.txt')}
+    slow = {
+        '/robots.txt': no_robots,
+        '/headers': _trickle('headers', _head(5), b'hello', trickle_head=True),
+        '/body': _trickle('body', _head(50), b'b' * 50, trickle_head=False),
+        '/truncated-body': _truncated('truncated-body', _head(1000) + b'only ten b'),
+        '/truncated-headers': _truncated('truncated-headers',
+                                         b'HTTP/1.1 200 OK\r\nContent-Ty'),
+        '/never': _never('never'),
+        '/huge-body': _huge_body('huge-body'),
+        '/huge-headers': _huge_headers('huge-headers'),
+        '/bomb': _gzip_bomb,
+    }
+    slow_robots = {'/robots.txt': _trickle('robots', _head(40, 'text/plain'),
+                                           b'User-agent: *\nDisallow: /nothing\n\n\n\n\n\n',
+                                           trickle_head=False),
+                   '/page': html_page('behind a slow robots.txt')}
+    limit = {'/robots.txt': no_robots, '/a': _never('limit-a'), '/b': _never('limit-b')}
+    chain = {'/robots.txt': no_robots, '/loop1': redirect('/loop2'), '/loop2': redirect('/loop1')}
+    for i in range(50):
+        chain[f'/hop/{i}'] = redirect(f'/hop/{i + 1}', 302)
+    chain['/hop/50'] = html_page('end of a 50-hop chain')
+    robots_huge = ''.join(f'Disallow: /d{i}\n' for i in range(60000))     # about 700 KB
+    junk = bytes(range(256)) * 40
+    robots_cases = {
+        'robots-garbage.test': Page(body=junk, content_type='text/plain'),
+        'robots-500.test': Page(status=500, body=b'broken'),
+        'robots-429.test': Page(status=429, body=b'slow down'),
+        'robots-huge.test': Page(body=('User-agent: *\n' + robots_huge +
+                                       'Disallow: /page\n').encode(), content_type='text/plain'),
+    }
+    deep = {
+        '/robots.txt': no_robots,
+        '/fonts': _page('<html><body>' + '<font>x ' * 300 +
+                        '<a href="/after-fonts">after 300 fonts</a> fonts tail</body></html>'),
+        '/divs': _page('<html><head><title>Deep</title></head><body>' + '<div>' * 50000 +
+                       '<a href="/after-divs">after the divs</a> divs tail' + '</div>' * 50000 +
+                       '</body></html>'),
+        '/undefined': _page('<html><head><meta charset="undefined"></head><body>'
+                            '<a href="/x">x</a> undefined label</body></html>',
+                            content_type='text/html; charset=undefined'),
+        '/utf16': _page('<html><head><title>Plain ASCII</title></head><body>'
+                        '<a href="/y">y</a> labelled utf-16</body></html>',
+                        content_type='text/html; charset=utf-16'),
+        '/outlinks': html_page('many', links=[f'/o{i}' for i in range(5000)]),
+        '/urls': _page('<html><body><a href="http://web.test%2f.evil.test/">slash</a>'
+                       '<a href="http://münchen.test/">unicode</a>'
+                       '<a href="http://xn--mnchen-3ya.test/">punycode</a>'
+                       '<a href="http://a b.test/">space</a>'
+                       '<a href="http://ok.test/">fine</a></body></html>'),
+    }
+    out = {'evil.test': evil, 'ok.test': ok, 'xn--mnchen-3ya.test': ok,
+           'robots-ssrf.test': robots_ssrf,
+           'trickle.test': slow, 'slow-robots.test': slow_robots, 'limit.test': limit,
+           'chain.test': chain, 'deep.test': deep}
+    for host, robots in robots_cases.items():
+        out[host] = {'/robots.txt': robots, '/page': html_page('page'),
+                     '/d5': html_page('d5')}
+    return out
+
+
+HOSTS = frozenset(sites())
