@@ -12,12 +12,17 @@ NOISE = (
 
 
 class DropBeamNoise(logging.Filter):
-    """Drops the NOISE messages (and tracebacks that carry them)."""
+    """Drops the NOISE messages (and tracebacks that carry them), and Beam's own report of an
+    error in a pipeline: the error reaches the command, which reports it once (one line for an
+    input, disk or permission problem, with its traceback otherwise)."""
 
     def filter(self, record):
         text = record.getMessage()
         if record.exc_info and record.exc_info[1] is not None:
             text += str(record.exc_info[1])
+        if record.levelno >= logging.ERROR and record.name.startswith('apache_beam') and (
+                record.exc_info or 'Traceback' in text):
+            return False
         return not any(noise in text for noise in NOISE)
 
 

@@ -8,6 +8,7 @@ through. User errors print one line on stderr and exit 2, with no traceback.
 """
 
 import argparse
+import errno
 import importlib
 import logging
 import os
@@ -15,6 +16,7 @@ import sys
 from typing import List, Optional
 
 from beamcrawl.pipelines import DropBeamNoise
+from beamcrawl.transforms import interrupts
 
 COMMANDS = {
     'inject': 'beamcrawl.pipelines.inject',
@@ -85,6 +87,7 @@ def run_command(name: str, argv: List[str]) -> int:
     ours, beam_args = split_beam_args(argv, parser)
     args = parser.parse_args(ours)
     _absolute_paths(args)
+    interrupts.handle_signals()
     try:
         cfg = load_config(args.conf, args.defines)
         now = parse_now(args.now)
@@ -93,8 +96,42 @@ def run_command(name: str, argv: List[str]) -> int:
         print(f'{prog}: {e}', file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
-        print(f'{prog}: interrupted', file=sys.stderr)
-        return 130
+        return _interrupted(prog)
+    except OSError as e:            # disk full, no permission... (nothing is lost: see docs)
+        return _os_error(prog, e)
+    except Exception as e:  # pylint: disable=broad-except
+        if interrupts.INTERRUPTED.is_set():    # Beam wraps a KeyboardInterrupt in its DoFns
+            return _interrupted(prog)
+        cause = _os_error_in(e)     # Beam re-raises a worker's OSError wrapped in its own error
+        if cause is None:
+            raise
+        return _os_error(prog, cause)
+
+
+def _interrupted(prog: str) -> int:
+    print(f'{prog}: interrupted ({interrupts.signal_name() or "SIGINT"}); nothing of this '
+          f'step was kept, the crawl directory is as it was: run it again', file=sys.stderr)
+    return interrupts.exit_code()
+
+
+def _os_error_in(error: BaseException):
+    """The OSError a (possibly wrapped) exception was caused by, if any."""
+    seen = 0
+    while error is not None and seen < 10:
+        if isinstance(error, OSError) and error.errno:
+            return error
+        error = error.__cause__ or error.__context__
+        seen += 1
+    return None
+
+
+def _os_error(prog: str, error: OSError) -> int:
+    path = error.filename or ''
+    print(f'{prog}: {path + ": " if path else ""}{error.strerror or error} '
+          f'(errno {error.errno} {errno.errorcode.get(error.errno, "")}); nothing complete was '
+          f'lost: free space or fix permissions, then run the command again (a fetch resumes)',
+          file=sys.stderr)
+    return 1
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -16,7 +16,8 @@ import time
 from beamcrawl.pipelines.cli import run_command
 from beamcrawl.transforms.dbio import count_records, iter_records
 from beamcrawl.transforms.errors import UserError
-from beamcrawl.transforms.layout import CrawlLayout
+from beamcrawl.transforms.layout import (CRAWL_FETCH, CRAWL_GENERATE, CRAWL_PARSE,
+                                         CrawlLayout)
 
 
 def add_arguments(parser):
@@ -70,18 +71,29 @@ def run(args, cfg, now, beam_args):
             break
         started = time.time()
         before = count_records(crawl.crawldb.part_files())
-        existing = set(crawl.segment_names())
-        code = _step('generate', [args.crawl_dir, *generate_opts, *clock(k), *common])
-        if code == 1:
-            print(f'round {k + 1}/{args.rounds}: nothing due, stopping')
-            break
-        if code != 0:
-            return code
-        (segment,) = sorted(set(crawl.segment_names()) - existing)[-1:]
-        steps = [('fetch', [segment, *fetch_opts])]
-        if not cfg['fetcher.parse']:
+        segment = _unfinished(crawl)
+        if segment is not None:
+            print(f'crawl: continuing segment {segment}, left unfinished by an earlier run',
+                  file=sys.stderr, flush=True)
+        else:
+            existing = set(crawl.segment_names())
+            code = _step('generate', [args.crawl_dir, *generate_opts, *clock(k), *common])
+            if code == 1:
+                print(f'round {k + 1}/{args.rounds}: nothing due, stopping')
+                break
+            if code != 0:
+                return code
+            (segment,) = sorted(set(crawl.segment_names()) - existing)[-1:]
+        steps = []
+        if not crawl.has_part(segment, CRAWL_FETCH):
+            steps.append(('fetch', [segment, *fetch_opts]))
+        if not crawl.has_part(segment, CRAWL_PARSE) and not (
+                cfg['fetcher.parse'] and steps):
             steps.append(('parse', [segment]))
-        steps += [('updatedb', [segment]), ('invertlinks', [segment])]
+        if segment not in crawl.crawldb.applied_segments():
+            steps.append(('updatedb', [segment]))
+        if segment not in crawl.linkdb.applied_segments():
+            steps.append(('invertlinks', [segment]))
         for name, extra in steps:
             code = _step(name, [args.crawl_dir, *extra, *clock(k), *common])
             if code != 0:
@@ -91,10 +103,22 @@ def run(args, cfg, now, beam_args):
     return 0
 
 
+def _unfinished(crawl):
+    """The oldest segment an earlier run left half done (generated but not fetched, or fetched
+    but not applied to the crawldb), or None."""
+    applied = set(crawl.crawldb.applied_segments())
+    for name in crawl.segment_names():
+        if not crawl.has_part(name, CRAWL_GENERATE):
+            continue
+        if not crawl.has_part(name, CRAWL_FETCH) or name not in applied:
+            return name
+    return None
+
+
 def _summary(crawl, segment, k, rounds, before, seconds):
-    generated = count_records(crawl.part_files(segment, 'crawl_generate'))
+    generated = count_records(crawl.part_files(segment, CRAWL_GENERATE))
     statuses = collections.Counter(
-        r['status'] for r in iter_records(crawl.part_files(segment, 'crawl_fetch'))
+        r['status'] for r in iter_records(crawl.part_files(segment, CRAWL_FETCH))
         if r['status'] != 'linked')
     new = count_records(crawl.crawldb.part_files()) - before
     fetched = ', '.join(f'{n} {s}' for s, n in sorted(statuses.items()))

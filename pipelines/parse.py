@@ -23,6 +23,13 @@ def add_arguments(parser):
 def run(args, cfg, now, beam_args):
     crawl = CrawlLayout(args.crawl_dir)
     segment = crawl.pick_segment(args.segment, CRAWL_PARSE, CRAWL_FETCH, CONTENT)
+    parse_segment(crawl, segment, cfg, now, beam_args)
+    return 0
+
+
+def parse_segment(crawl, segment, cfg, now, beam_args) -> None:
+    """Parses a fetched segment's content into its parse parts (also run by fetch when
+    fetcher.parse is true)."""
     parse, policy = settings.parse_settings(cfg), settings.url_policy(cfg)
     with crawl.segment_update(segment, PARSE_PARTS, 'parse') as update:
         p = make_pipeline(beam_args, cfg)
@@ -36,7 +43,6 @@ def run(args, cfg, now, beam_args):
     skipped = sum(v for k, v in counters.items() if k.startswith('parse.skipped.'))
     print(f'parsed {crawl.segment(segment)}: ' + ', '.join(
         f'{v} {k}' for k, v in sorted(statuses.items())) + f'; {skipped} skipped')
-    return 0
 
 
 if __name__ == '__main__':

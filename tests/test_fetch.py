@@ -12,6 +12,7 @@ from beamcrawl.pipelines.cli import main
 from tests.conftest import read_parts, run_cli, write_seeds
 from beamcrawl.transforms.config import load_config
 from beamcrawl.transforms.fetch import FetchSegment
+from beamcrawl.transforms.fetcher import journal
 from beamcrawl.transforms.layout import CONTENT, CRAWL_FETCH
 from beamcrawl.transforms.records import crawl_datum
 
@@ -24,22 +25,30 @@ def _agent(web):
             '-D', 'domain.extra.suffixes=test']
 
 
-def test_fetch_segment_transform(web, runner):
+def test_fetch_segment_transform_journals_every_result(web, runner, tmp_path):
     cfg = load_config(overrides={'http.agent.name': 'testbot', 'http.proxy.host': '127.0.0.1',
                                  'http.proxy.port': web.port, 'fetcher.server.delay': 0.0})
     fetch = settings.fetcher_settings(cfg)
     records = [crawl_datum(u, 'db_unfetched', fetch_time=0, fetch_interval=60)
-               for u in ('http://www.a.test/', 'http://b.test/', 'http://b.test/gone')]
+               for u in ('http://www.a.test/', 'http://b.test/', 'http://b.test/gone',
+                         'http://b.test/skipped')]
+    journal_dir = str(tmp_path / 'journal')
     with TestPipeline(runner=runner) as p:
         out = p | beam.Create(records) | FetchSegment(
             settings=fetch, http=settings.http_settings(cfg, fetch.threads),
-            policy=settings.url_policy(cfg), now=5, slots=2)
-        assert_that(out[CRAWL_FETCH] | beam.Map(lambda r: (r['url'], r['status'], r['fetch_time'])),
-                    equal_to([('http://www.a.test/', 'fetch_success', 5),
-                              ('http://b.test/', 'fetch_success', 5),
-                              ('http://b.test/gone', 'fetch_gone', 5)]), label='fetch')
-        assert_that(out[CONTENT] | beam.Map(lambda r: r['url']),
-                    equal_to(['http://www.a.test/', 'http://b.test/']), label='content')
+            policy=settings.url_policy(cfg), now=5, slots=2, journal_dir=journal_dir,
+            run_id='r1', done=frozenset({'http://b.test/skipped'}))
+        assert_that(out, equal_to([f'{journal_dir}/run-r1.committed']))
+    state = journal.read_journals(journal_dir)
+    assert {u: (r['status'], r['fetch_time']) for u, r in state.done.items()} == {
+        'http://www.a.test/': ('fetch_success', 5), 'http://b.test/': ('fetch_success', 5),
+        'http://b.test/gone': ('fetch_gone', 5)}
+    assert not [r for r in web.log if r.path == '/skipped']          # done before: skipped
+    parts = {part: str(tmp_path / part) for part in (CRAWL_FETCH, CONTENT)}
+    journal.publish_journals(journal_dir, 'r1', parts, {})
+    contents = read_parts(glob.glob(f'{parts[CONTENT]}/*.avro'))
+    assert sorted(r['url'] for r in contents) == ['http://b.test/', 'http://www.a.test/']
+    assert len(read_parts(glob.glob(f'{parts[CRAWL_FETCH]}/*.avro'))) == 3
 
 
 def test_fetch_command_end_to_end(web, tmp_path, capsys):

@@ -1,6 +1,8 @@
 """Crawl-dir layout: the lock, the write-aside install, recovery after a cut-off install."""
 
 import os
+import socket
+import subprocess
 
 import pytest
 
@@ -42,6 +44,32 @@ def test_second_locker_gets_one_line_naming_the_lock(tmp_path):
     assert not os.path.exists(db.lock_path)      # released on exit
     with db.lock('third'):                       # and can be taken again
         pass
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen(['true'])
+    proc.wait()
+    return proc.pid
+
+
+@pytest.mark.parametrize('holder,taken_over', [
+    (lambda: f'pid={_dead_pid()} host={socket.gethostname()} command=fetch', True),
+    (lambda: f'pid={_dead_pid()} host=elsewhere.example command=fetch', False),
+    (lambda: f'pid={os.getpid()} host={socket.gethostname()} command=fetch', False),
+    (lambda: '', False),
+])
+def test_a_lock_left_by_a_dead_process_of_this_host_is_taken_over(tmp_path, holder, taken_over):
+    db = CrawlLayout(str(tmp_path)).crawldb
+    os.makedirs(os.path.dirname(db.lock_path), exist_ok=True)
+    with open(db.lock_path, 'w') as f:
+        f.write(holder())
+    if taken_over:
+        with db.lock('mine'):
+            assert 'command=mine' in open(db.lock_path).read()
+    else:
+        with pytest.raises(LockedError):
+            db.lock('mine').acquire()
+        assert os.path.exists(db.lock_path)
 
 
 def test_lock_released_when_the_block_fails(tmp_path):

@@ -52,11 +52,19 @@ def check_avro_files(paths: List[str]) -> None:
             raise _corrupt(path, e) from None
 
 
+def named(error: OSError, path: str) -> OSError:
+    """The same OSError naming `path` (a write error of a file object often names none)."""
+    return error if error.filename else OSError(error.errno, error.strerror, path)
+
+
 def write_avro_file(path: str, schema: dict, records) -> None:
     """Writes one Avro file (deflate) through FileSystems; an empty list gives a valid empty
     file. Used where a transform must control a part's name and order (fetch lists)."""
-    with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-        fastavro.writer(f, fastavro.parse_schema(schema), records, codec='deflate')
+    try:
+        with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+            fastavro.writer(f, fastavro.parse_schema(schema), records, codec='deflate')
+    except OSError as e:
+        raise named(e, path) from e
 
 
 def count_records(paths: List[str]) -> int:
@@ -132,18 +140,24 @@ class _WriteBundleFn(beam.DoFn):
         self._file = self._writer = self._path = None
 
     def process(self, record):
-        if self._writer is None:
-            self._path = FileSystems.join(self.directory,
-                                          f'.{uuid.uuid4().hex}{_IN_PROGRESS}')
-            self._file = FileSystems.create(self._path,
-                                            compression_type=CompressionTypes.UNCOMPRESSED)
-            self._writer = fastavro.write.Writer(self._file, self._parsed, codec='deflate')
-        self._writer.write(record)
+        try:
+            if self._writer is None:
+                self._path = FileSystems.join(self.directory,
+                                              f'.{uuid.uuid4().hex}{_IN_PROGRESS}')
+                self._file = FileSystems.create(self._path,
+                                                compression_type=CompressionTypes.UNCOMPRESSED)
+                self._writer = fastavro.write.Writer(self._file, self._parsed, codec='deflate')
+            self._writer.write(record)
+        except OSError as e:
+            raise named(e, self._path or self.directory) from e
 
     def finish_bundle(self):
         if self._writer is not None:
-            self._writer.flush()
-            self._file.close()
+            try:
+                self._writer.flush()
+                self._file.close()
+            except OSError as e:
+                raise named(e, self._path) from e
             yield GlobalWindows.windowed_value(self._path)
         self._file = self._writer = self._path = None
 

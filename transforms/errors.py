@@ -17,3 +17,12 @@ class LockedError(UserError):
 
 class InputError(UserError):
     """An input file is missing, unreadable or corrupt."""
+
+
+class Interrupted(UserError):
+    """The user stopped the command (SIGINT: exit 130, SIGTERM: exit 143); the message says what
+    was kept and how to go on."""
+
+    def __init__(self, message: str, exit_code: int = 130):
+        super().__init__(message)
+        self.exit_code = exit_code

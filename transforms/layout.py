@@ -96,12 +96,28 @@ def is_local(path: str) -> bool:
     return isinstance(FileSystems.get_filesystem(path), LocalFileSystem)
 
 
+def process_alive(pid: int) -> bool:
+    """Whether a process of this host runs (a zombie, exited but not reaped, does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f'/proc/{pid}/stat', encoding='ascii') as f:
+            return f.read().split(') ', 1)[1][:1] != 'Z'
+    except (OSError, IndexError):
+        return True
+
+
 class Lock:
     """A `.locked` file, held while one process changes what it guards (a database, a segment).
 
     Used as a context manager. A second process finds the file and gets a LockedError that names
-    it and its holder. The file records who holds it, so a stale lock left by a killed process
-    can be told apart. `what` names the guarded work in that message.
+    it and its holder. The file records who holds it: a lock whose holder was a process of this
+    host that no longer runs (a killed run) is taken over, with a warning; any other is
+    explained. `what` names the guarded work in the messages.
     """
 
     def __init__(self, path: str, command: str = '', what: str = 'another update'):
@@ -119,18 +135,48 @@ class Lock:
         mkdirs(os.path.dirname(self.path) if is_local(self.path)
                else FileSystems.split(self.path)[0])
         if is_local(self.path):
-            try:
-                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                raise self._locked() from None
-            with os.fdopen(fd, 'wb') as f:
-                f.write(self._describe())
+            if not self._create_local():
+                if not self._take_over() or not self._create_local():
+                    raise self._locked()       # of two takers, one wins the second create
         else:
             if FileSystems.exists(self.path):
                 raise self._locked()
             with FileSystems.create(self.path) as f:
                 f.write(self._describe())
         self._held = True
+
+    def _create_local(self) -> bool:
+        """Creates the lock file with its holder already written (a file written aside, then
+        hard-linked into place, which fails when the lock exists); False when it exists."""
+        aside = f'{self.path}.{os.getpid()}.{uuid.uuid4().hex[:8]}'
+        with open(aside, 'wb') as f:
+            f.write(self._describe())
+        try:
+            os.link(aside, self.path)
+            return True
+        except FileExistsError:
+            return False
+        finally:
+            os.remove(aside)
+
+    def _take_over(self) -> bool:
+        """Removes a lock left by a dead process of this host; True when it did."""
+        try:
+            with open(self.path, encoding='utf-8', errors='replace') as f:
+                fields = dict(part.split('=', 1) for part in f.read(300).split()
+                              if '=' in part)
+            pid = int(fields.get('pid', ''))
+        except (OSError, ValueError):
+            return False
+        if fields.get('host') != socket.gethostname() or process_alive(pid):
+            return False
+        log.warning('%s: taking over the lock left by a run that no longer runs (pid %d, %s)',
+                    self.path, pid, fields.get('command', ''))
+        try:
+            os.remove(self.path)
+        except FileNotFoundError:
+            pass
+        return True
 
     def _locked(self) -> LockedError:
         holder = ''
@@ -389,6 +435,14 @@ class CrawlLayout:
         if part not in self.SEGMENT_PARTS:
             raise ValueError(part)
         return _join(self.segment(segment), f'{_TMP_PREFIX}{part}')
+
+    def fetch_journal(self, segment: str) -> str:
+        """Where a fetch of the segment journals its results (fetcher/journal.py)."""
+        return _join(self.segment(segment), '.fetch')
+
+    def fetch_times(self, segment: str) -> str:
+        """A fetched segment's note of when each politeness queue may be requested again."""
+        return _join(self.segment(segment), '_fetch_times.json')
 
     def segment_lock(self, segment: str, command: str = '') -> Lock:
         """The lock a stage holds while it writes parts of a segment: one writer per segment."""

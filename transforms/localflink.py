@@ -37,6 +37,7 @@ from typing import Dict, List, Optional
 
 from beamcrawl.transforms.config import bundled_conf_dir
 from beamcrawl.transforms.errors import UserError
+from beamcrawl.transforms.layout import process_alive as pid_alive
 
 __all__ = ['LocalFlink', 'FLINK_VERSION', 'BEAM_RUNNER_VERSION', 'default_home', 'pid_alive']
 
@@ -58,21 +59,6 @@ def _port_open(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.settimeout(1.0)
         return s.connect_ex(('127.0.0.1', port)) == 0
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process runs (a zombie, exited but not reaped, does not)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:          # a zombie (exited, not reaped) is not alive
-        with open(f'/proc/{pid}/stat', encoding='ascii') as f:
-            return f.read().split(') ', 1)[1][:1] != 'Z'
-    except OSError:
-        return True
 
 
 class LocalFlink:

@@ -46,6 +46,7 @@ FETCH_REDIRECT_EXCEEDED = 'fetch.redirect.exceeded'    # chains cut at http.redi
 FETCH_DENIED_ADDRESS = 'fetch.denied.address'  # requests refused by the address policy (URLs,
                                                 #   redirect targets, robots.txt redirects)
 FETCH_DEADLINE = 'fetch.deadline_exceeded'      # requests cut at http.request.deadline
+FETCH_LEFT = 'fetch.left_for_next_run'          # generated URLs an interrupt left unfetched
 
 # parse
 PARSE_STATUS = 'parse.status.'                  # + success, success_redirect, failed, notparsed

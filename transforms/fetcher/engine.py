@@ -6,6 +6,12 @@ put output records on a result list that the caller drains with `take()`. Every 
 produces exactly one crawl_fetch record (fetched, denied, failed, or `notfetching` when never
 attempted), plus `linked` records for redirect targets and, when stored, content records.
 
+Output order is what makes a fetch resumable (fetcher/journal.py): every record carries `_src_`,
+the generated URL it stems from, and the crawl_fetch record of a generated URL comes after all
+the records it led to (its content, the records of a redirect chain followed from it). Memory
+is bounded: fetch threads wait while more than one content limit's worth of results waits to
+be taken, so a fetch holds at most about (threads + 2) × http.content.limit of content.
+
 Politeness is enforced here with the wall clock, the one place allowed to read it: a batch
 runner's timers do not wait (docs/architecture.md, "Politeness in batch").
 """
@@ -20,6 +26,8 @@ from typing import Dict, List, Optional, Tuple
 from beamcrawl.transforms import metrics
 from beamcrawl.transforms.dns import Resolver
 from beamcrawl.transforms.fetcher.http import HttpClient, HttpSettings
+from beamcrawl.transforms.fetcher.journal import SOURCE_KEY
+from beamcrawl.transforms.interrupts import INTERRUPTED
 from beamcrawl.transforms.fetcher.monitor import Monitor, Progress, log_progress
 from beamcrawl.transforms.fetcher.redirects import redirect_target, target_record
 from beamcrawl.transforms.fetcher.robots_cache import RobotsCache
@@ -37,11 +45,22 @@ __all__ = ['Fetcher']
 log = logging.getLogger('beamcrawl')
 
 
-@dataclasses.dataclass
 class _Item:
-    record: dict
-    qid: Optional[str]
-    redirects: int = 0
+    """A URL to fetch: a generated one (its own root) or a redirect target followed from one."""
+
+    __slots__ = ('record', 'qid', 'redirects', 'root', 'held', 'own', 'pending')
+
+    def __init__(self, record: dict, qid: Optional[str], redirects: int = 0,
+                 root: Optional['_Item'] = None):
+        self.record, self.qid, self.redirects = record, qid, redirects
+        self.root = root or self
+        self.held: List[dict] = []         # root: crawl_fetch records of its chain, not out yet
+        self.own: Optional[dict] = None    # root: its own crawl_fetch record, once it has one
+        self.pending = 0                   # root: redirect targets queued and not done
+
+    @property
+    def url(self) -> str:
+        return self.record['url']
 
 
 @dataclasses.dataclass
@@ -60,10 +79,16 @@ class _Outcome:
 
 
 class Fetcher:
-    """One fetch run. Thread-safe `add`/`take`; `close()` waits for the end."""
+    """One fetch run. Thread-safe `add`/`take`; `finish()` then `take()` until `done()`, or
+    `close()`, which waits for the end and returns the rest.
+
+    Args:
+      queue_times: {queue id: epoch s} the earliest start of each queue's first request (the
+        last request to it in an earlier fetch plus its delay).
+    """
 
     def __init__(self, settings: FetcherSettings, http: HttpSettings, policy: UrlPolicy,
-                 now_ms: int):
+                 now_ms: int, queue_times: Optional[Dict[str, float]] = None):
         self.settings = settings
         self.policy = policy
         self.now_ms = now_ms
@@ -72,21 +97,27 @@ class Fetcher:
         self.queues = FetchQueues(
             server_delay=settings.server_delay, min_delay=settings.min_delay,
             threads_per_queue=settings.threads_per_queue,
-            max_exceptions=settings.max_exceptions, exception_delay=settings.exception_delay)
+            max_exceptions=settings.max_exceptions, exception_delay=settings.exception_delay,
+            next_allowed=queue_times)
         self.robots = RobotsCache(self.http, redirect_max=settings.robots_redirect_max,
                                   allow_403=settings.allow_403, denied=policy.denied,
                                   on_fetched=self._robots_fetched, on_denied=self._denied)
         self.cond = threading.Condition()
         self.results: List[Tuple[str, dict]] = []
+        self._result_bytes = 0
+        self._result_cap = http.hard_limit if http.content_limit < 0 else \
+            min(http.content_limit, http.hard_limit)
         self.counts: Dict[str, int] = {}
         self.progress = Progress()
+        self.left = 0                      # generated URLs left unfetched by an interrupt
         self._seen = set()
-        self._closed = self._stopped = self._no_more = False
+        self._closed = self._stopped = self._no_more = self._interrupted = False
         self.started = time.time()
         self._threads = [threading.Thread(target=self._work, name=f'fetcher-{i}', daemon=True)
                          for i in range(settings.threads)]
         self._monitor = Monitor(settings, self.started, progress=self._progress,
-                                stop_fetching=self.stop, finished=lambda: self._stopped)
+                                stop_fetching=self.stop, finished=lambda: self._stopped,
+                                interrupted=INTERRUPTED)
         for thread in self._threads:
             thread.start()
         self._monitor.start()
@@ -113,21 +144,54 @@ class Fetcher:
     def take(self, wait: float = 0.0) -> List[Tuple[str, dict]]:
         """Output records produced so far ((part name, record) pairs); waits up to `wait` s."""
         with self.cond:
-            if not self.results and wait > 0:
+            if not self.results and wait > 0 and not self._stopped:
                 self.cond.wait(wait)
-            out, self.results = self.results, []
+            out, self.results, self._result_bytes = self.results, [], 0
+            self.cond.notify_all()            # fetch threads waiting for room go on
             return out
 
-    def close(self) -> List[Tuple[str, dict]]:
-        """No more input: waits until every item is done, stops the threads, returns the rest."""
+    def finish(self) -> None:
+        """No more input: the fetcher stops once every queued URL is done."""
         with self.cond:
             self._closed = True
             self.cond.notify_all()
+
+    def done(self) -> bool:
+        """Every URL done and every record taken."""
+        with self.cond:
+            return self._stopped and not self.results
+
+    def close(self) -> List[Tuple[str, dict]]:
+        """No more input: waits until every item is done, stops the threads, returns the rest
+        (for callers that do not stream: everything waits in memory until then)."""
+        self.finish()
+        out = []
+        while not self.done():
+            out.extend(self.take(wait=0.2))
         for thread in self._threads:
             thread.join()
         self.http.close()
         log_progress(self._progress(), time.time() - self.started, final=True)
-        return self.take()
+        return out + self.take()
+
+    def stop(self, reason: str) -> None:
+        """No new request from now on. After the time limit or the throughput threshold, the
+        URLs not tried are recorded as not fetched and requests in flight are cut (they are
+        recorded as not fetched too); after an interrupt, requests in flight finish and the URLs
+        not tried are left out, for a later run to fetch."""
+        with self.cond:
+            if self._no_more:
+                return
+            self._no_more = True
+            self._interrupted = reason == 'interrupted'
+            for item in self.queues.drain():
+                if self._interrupted:
+                    self._leave(item)
+                else:
+                    self._emit_fetch(item, 'notfetching', None, error=f'fetch stopped: {reason}')
+            self.cond.notify_all()
+        if not self._interrupted:
+            self.http.cut_all()
 
     # -- internals (called with self.cond held unless said otherwise) ----------------------
     def _count(self, name: str, n: int = 1) -> None:
@@ -138,17 +202,6 @@ class Fetcher:
             self.progress.active_queues = self.queues.active_queues()
             self.progress.waiting = self.queues.pending_count
             return dataclasses.replace(self.progress)
-
-    def stop(self, reason: str) -> None:
-        """No new request from now on (the time limit, the throughput threshold, an interrupt):
-        waiting URLs are reported as not fetched, and requests in flight are cut now (they are
-        reported as not fetched too). `close()` still has to be called."""
-        with self.cond:
-            self._no_more = True
-            for item in self.queues.drain():
-                self._emit_fetch(item, 'notfetching', None, error=f'fetch stopped: {reason}')
-            self.cond.notify_all()
-        self.http.cut_all()
 
     def _robots_fetched(self, rules) -> None:
         with self.cond:
@@ -161,11 +214,26 @@ class Fetcher:
     def _enqueue(self, item: _Item) -> None:
         if item.qid is None:
             self._emit_fetch(item, 'exception', None, error='host does not resolve')
+        elif self._no_more and self._interrupted:
+            self._leave(item)
         elif self._no_more or not self.queues.add(item.qid, item, time.time()):
             self._emit_fetch(item, 'notfetching', None)
 
+    def _leave(self, item: _Item) -> None:
+        """An interrupt left this item unfetched: a generated URL is left for the next run (no
+        record); a redirect target becomes a `linked` record of its generated URL."""
+        if item.root is item:
+            self.left += 1
+            return
+        self._hold(item, dict(item.record, status='linked', score=0.0), own=True)
+
     def _emit(self, part: str, record: dict) -> None:
         self.results.append((part, record))
+
+    def _emit_content(self, item: _Item, record: dict) -> None:
+        record['metadata'][SOURCE_KEY] = item.root.url
+        self._emit(CONTENT, record)
+        self._result_bytes += len(record['content'])
 
     def _emit_fetch(self, item: _Item, protocol: str, code: Optional[int], *, error: str = '',
                     meta: Optional[Dict[str, str]] = None) -> None:
@@ -177,11 +245,30 @@ class Fetcher:
         if error:
             metadata['_error_'] = error
         signature = record['signature'] if protocol in ('notmodified', 'notfetching') else None
-        self._emit(CRAWL_FETCH, dict(record, status=status, fetch_time=self.now_ms,
-                                     metadata=metadata, signature=signature,
-                                     protocol_status=protocol, http_code=code))
         self._count(metrics.FETCH_STATUS + status)
         self._count(metrics.FETCH_PROTOCOL + protocol)
+        self._hold(item, dict(record, status=status, fetch_time=self.now_ms, metadata=metadata,
+                              signature=signature, protocol_status=protocol, http_code=code),
+                   own=True)
+
+    def _hold(self, item: _Item, record: dict, own: bool) -> None:
+        """Keeps a crawl_fetch record with its generated URL's others until the chain is done
+        (`own`: the one record of `item` itself); the generated URL's own record goes out
+        last."""
+        record['metadata'] = {**record['metadata'], SOURCE_KEY: item.root.url}
+        root = item.root
+        if own and item is root:
+            root.own = record
+        else:
+            root.held.append(record)
+            if own:
+                root.pending -= 1          # a followed target is done
+        if root.own is not None and root.pending == 0:
+            for held in root.held:
+                self._emit(CRAWL_FETCH, held)
+            self._emit(CRAWL_FETCH, root.own)
+            root.held, root.own = [], None
+            root.pending = -1              # released
 
     def _work(self) -> None:
         while True:
@@ -189,6 +276,9 @@ class Fetcher:
                 while True:
                     if self._stopped:
                         return
+                    if self._result_bytes > self._result_cap:
+                        self.cond.wait(0.5)        # wait for room: the caller takes results
+                        continue
                     queue, item, wait = self.queues.next_ready(time.time())
                     if item is not None:
                         break
@@ -203,7 +293,7 @@ class Fetcher:
                 if outcome.meta is not None:
                     outcome.meta['fetch.queue'] = queue.qid
             except Exception as e:  # pylint: disable=broad-except  (one URL never kills the run)
-                log.exception('fetch of %s failed', item.record['url'])
+                log.exception('fetch of %s failed', item.url)
                 outcome = _Outcome(protocol='failed', error=f'{type(e).__name__}: {e}')
             with self.cond:
                 if outcome.crawl_delay is not None:
@@ -226,14 +316,14 @@ class Fetcher:
         self.progress.pages += 1 if outcome.code is not None else 0
         self.progress.bytes += len(outcome.body or b'')
         self.progress.errors += 1 if outcome.protocol in ('exception', 'failed') else 0
-        self._emit_fetch(item, outcome.protocol, outcome.code, error=outcome.error,
-                         meta=outcome.meta)
         if outcome.content is not None:
-            self._emit(CONTENT, outcome.content)
+            self._emit_content(item, outcome.content)
         if outcome.target:
             self._redirect(item, outcome.target, temp=outcome.protocol == 'temp_moved')
+        self._emit_fetch(item, outcome.protocol, outcome.code, error=outcome.error,
+                         meta=outcome.meta)
 
-    def _redirect(self, item: _Item, target: Optional[str], temp: bool) -> None:
+    def _redirect(self, item: _Item, target: str, temp: bool) -> None:
         """Follows a redirect in this fetch (http.redirect.max > 0) or records its target."""
         limit = self.settings.redirect_max
         if limit > 0 and item.redirects < limit and not self._no_more:
@@ -244,17 +334,18 @@ class Fetcher:
             self._count(metrics.FETCH_REDIRECT_FOLLOWED)
             record = target_record(item.record, target, temp=temp, status='db_unfetched',
                                    now_ms=self.now_ms, policy=self.policy)
-            self._enqueue(_Item(record, self.queue_of(target), item.redirects + 1))
+            item.root.pending += 1
+            self._enqueue(_Item(record, self.queue_of(target), item.redirects + 1, item.root))
             return
         if limit > 0 and item.redirects >= limit:
             self._count(metrics.FETCH_REDIRECT_EXCEEDED)
         self._count(metrics.FETCH_REDIRECT_RECORDED)
-        self._emit(CRAWL_FETCH, target_record(item.record, target, temp=temp, status='linked',
-                                              now_ms=self.now_ms, policy=self.policy))
+        self._hold(item, target_record(item.record, target, temp=temp, status='linked',
+                                       now_ms=self.now_ms, policy=self.policy), own=False)
 
     # -- one item, without the lock ---------------------------------------------------------
     def _fetch(self, item: _Item) -> _Outcome:
-        url = item.record['url']
+        url = item.url
         denied = self.policy.denied(url)
         if denied:
             self._denied(denied)

@@ -35,17 +35,18 @@ def log_progress(progress: Progress, elapsed: float, final: bool = False) -> Non
 
 class Monitor:
     """A daemon thread. `progress()` reads the fetcher's state; `stop_fetching(reason)` makes
-    the fetcher stop taking new URLs (they are reported as not fetched); `finished()` says the
-    fetch is over."""
+    the fetcher stop taking new URLs; `finished()` says the fetch is over; `interrupted` is set
+    when the user asked the command to stop (SIGINT, SIGTERM)."""
 
     def __init__(self, settings: FetcherSettings, started: float, *,
                  progress: Callable[[], Progress], stop_fetching: Callable[[str], None],
-                 finished: Callable[[], bool]):
+                 finished: Callable[[], bool], interrupted: threading.Event):
         self.settings = settings
         self.started = started
         self.progress = progress
         self.stop_fetching = stop_fetching
         self.finished = finished
+        self.interrupted = interrupted
         self.thread = threading.Thread(target=self._run, name='fetch-monitor', daemon=True)
 
     def start(self) -> None:
@@ -60,6 +61,8 @@ class Monitor:
         while not self.finished():
             time.sleep(_TICK_S)
             now = time.time()
+            if self.interrupted.is_set():
+                self.stop_fetching('interrupted')
             if deadline is not None and now >= deadline:
                 deadline = None
                 log.info('fetch: time limit reached, unfetched URLs are kept for next time')

@@ -40,12 +40,16 @@ class FetchQueues:
     """The set of queues. Not thread-safe: the fetcher holds one lock around every call."""
 
     def __init__(self, *, server_delay: float, min_delay: float, threads_per_queue: int,
-                 max_exceptions: int, exception_delay: float):
+                 max_exceptions: int, exception_delay: float,
+                 next_allowed: Optional[Dict[str, float]] = None):
         self.server_delay = server_delay
         self.min_delay = min_delay
         self.threads_per_queue = max(1, threads_per_queue)
         self.max_exceptions = max_exceptions
         self.exception_delay = exception_delay
+        # When a queue's first request may start: the end of the last request to it in an
+        # earlier fetch (or before an interrupted one) plus its delay, as far as it is known.
+        self.next_allowed = dict(next_allowed or {})
         self.queues: Dict[str, FetchQueue] = {}
         self._ready: List[Tuple[float, int, str, int]] = []     # (-work left, seq, qid, version)
         self._waiting: List[Tuple[float, int, str, int]] = []   # (next fetch, seq, qid, version)
@@ -58,7 +62,8 @@ class FetchQueues:
         """Queues an item; False when the queue is blocked (the caller reports it unfetched)."""
         queue = self.queues.get(qid)
         if queue is None:
-            queue = self.queues[qid] = FetchQueue(qid, self.server_delay)
+            queue = self.queues[qid] = FetchQueue(qid, self.server_delay,
+                                                  next_fetch=self.next_allowed.get(qid, 0.0))
         if queue.blocked:
             return False
         queue.pending.append(item)

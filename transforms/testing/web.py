@@ -40,14 +40,16 @@ class Request:
     headers: Dict[str, str]
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass
 class LoggedRequest:
+    """A request, logged when it arrives (so that a slow answer that ends after the log was
+    cleared cannot reappear in it); `end` is set just before its last bytes are sent."""
     host: str
     path: str
     method: str
     status: int
     start: float                 # time.time() when the request had arrived
-    end: float                   # time.time() just before the response's last bytes were sent
+    end: Optional[float] = None  # time.time() just before the response's last bytes were sent
 
 
 @dataclasses.dataclass
@@ -180,6 +182,8 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(page, Raw):
             self._raw(request, path, page, start)
             return
+        entry = LoggedRequest(request.host, path, self.command, page.status, start)
+        self.testweb._record(entry)
         if page.delay:
             time.sleep(page.delay)
         headers = {'Content-Type': page.content_type, **page.headers}
@@ -191,12 +195,10 @@ class _Handler(BaseHTTPRequestHandler):
         data = ('\r\n'.join(head) + '\r\n\r\n').encode('latin-1')
         if send_body:
             data += body
-        # The request is logged, with its end time, before the one write that completes the
-        # response: a client that has the response finds it in the log, and a gap measured here
-        # (end of one response to the start of the next request) is never shorter than the gap
-        # the client waited.
-        self.testweb._record(LoggedRequest(request.host, path, self.command, page.status,
-                                           start, time.time()))
+        # The end is set before the one write that completes the response: a client that has
+        # the response finds it, and a gap measured here (end of one response to the start of
+        # the next request) is never shorter than the gap the client waited.
+        entry.end = time.time()
         self.wfile.write(data)
         self.wfile.flush()
 

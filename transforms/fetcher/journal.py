@@ -1,0 +1,232 @@
+"""The fetch journal: where fetch results are written as they complete, and how a fetch resumes.
+
+A fetch writes into `segments/<seg>/.fetch/` (docs/crawl-dir.md, "Fetching"):
+
+  run-<id>/<writer>.crawl_fetch.avro   CrawlDatum records, appended as results complete
+  run-<id>/<writer>.content.avro       Content records, appended as results complete
+  run-<id>.committed                   the journal files of bundles the runner committed
+
+Every record carries `_src_` in its metadata: the generated URL it stems from. A generated URL
+is *done* once its own crawl_fetch record is in the journal; the records it led to (its content,
+a redirect target's records, `linked` records) are written before it, so a done URL has all of
+them. Each write is flushed to the operating system, so a process killed with SIGKILL loses at
+most what was being written; a file cut in the middle of a block is read up to its last whole
+block. Records of a URL that is not done are dropped: the URL is fetched again.
+
+A resumed fetch reads every journal first: done URLs are not requested again, and the last
+request to each politeness queue sets when its next request may start. At the end, the journal
+files become the segment's crawl_fetch and content parts.
+"""
+
+import json
+import uuid
+from typing import Dict, Iterator, List, Optional, Tuple
+
+import fastavro
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+
+from beamcrawl.transforms import layout
+from beamcrawl.transforms.dbio import write_avro_file
+from beamcrawl.transforms.layout import CONTENT, CRAWL_FETCH
+from beamcrawl.transforms.records import CONTENT_SCHEMA, CRAWL_DATUM_SCHEMA
+
+__all__ = ['SOURCE_KEY', 'JournalWriter', 'JournalState', 'read_journals', 'commit_run',
+           'publish_journals', 'queue_times_of', 'new_run_id', 'write_queue_times',
+           'read_queue_times']
+
+SOURCE_KEY = '_src_'                   # metadata: the generated URL a record stems from
+_SCHEMAS = {CRAWL_FETCH: CRAWL_DATUM_SCHEMA, CONTENT: CONTENT_SCHEMA}
+_PARSED = {part: fastavro.parse_schema(schema) for part, schema in _SCHEMAS.items()}
+
+
+def new_run_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+def _run_dir(journal_dir: str, run_id: str) -> str:
+    return FileSystems.join(journal_dir, f'run-{run_id}')
+
+
+class JournalWriter:
+    """Appends one fetcher's results to its two journal files, flushing after each write."""
+
+    def __init__(self, journal_dir: str, run_id: str):
+        self.directory = _run_dir(journal_dir, run_id)
+        self.name = uuid.uuid4().hex[:12]
+        self._files: Dict[str, object] = {}
+        self._writers: Dict[str, fastavro.write.Writer] = {}
+
+    def path(self, part: str) -> str:
+        return FileSystems.join(self.directory, f'{self.name}.{part}.avro')
+
+    def write(self, results: List[Tuple[str, dict]]) -> None:
+        """Writes (part, record) pairs and flushes them to the OS: all content records first,
+        then the crawl_fetch records in their order, so that once a URL's own crawl_fetch
+        record is written everything it led to is too."""
+        for wanted in (CONTENT, CRAWL_FETCH):
+            records = [record for part, record in results if part == wanted]
+            if not records:
+                continue
+            writer = self._writers.get(wanted)
+            if writer is None:
+                layout.mkdirs(self.directory)
+                handle = FileSystems.create(self.path(wanted),
+                                            compression_type=CompressionTypes.UNCOMPRESSED)
+                writer = fastavro.write.Writer(handle, _PARSED[wanted], codec='deflate')
+                self._files[wanted], self._writers[wanted] = handle, writer
+            try:
+                for record in records:
+                    writer.write(record)
+                writer.flush()
+                self._files[wanted].flush()
+            except OSError as e:        # e.g. a full disk: name the file
+                raise OSError(e.errno, e.strerror, self.path(wanted)) from e
+
+    def close(self) -> List[str]:
+        """Closes the files; returns their paths."""
+        paths = []
+        for part, writer in self._writers.items():
+            writer.flush()
+            self._files[part].close()
+            paths.append(self.path(part))
+        self._files, self._writers = {}, {}
+        return paths
+
+
+def _tolerant_records(path: str) -> Iterator[dict]:
+    """The records of a journal file up to its last whole block (a killed writer may have left
+    a partial one)."""
+    try:
+        with FileSystems.open(path) as f:
+            for block in fastavro.block_reader(f):
+                yield from block
+    except Exception:  # pylint: disable=broad-except  (a cut block fails in many ways)
+        return
+
+
+def _journal_files(journal_dir: str, part: str) -> List[str]:
+    return layout.list_files(FileSystems.join(journal_dir, 'run-*', f'*.{part}.avro'))
+
+
+class JournalState:
+    """What the journals of earlier fetch runs of a segment hold."""
+
+    def __init__(self):
+        self.done: Dict[str, dict] = {}            # generated URL → its crawl_fetch record
+        self.queue_times: Dict[str, float] = {}    # queue → earliest next request (epoch s)
+
+    @property
+    def fetched(self) -> int:
+        return len(self.done)
+
+
+def queue_times_of(records) -> Dict[str, float]:
+    """queue → the time (epoch s) its next request may start: the end of its last request plus
+    its delay, from the fetch.* metadata of crawl_fetch records."""
+    times: Dict[str, float] = {}
+    for record in records:
+        meta = record.get('metadata') or {}
+        if 'fetch.end' in meta and 'fetch.queue' in meta:
+            try:
+                allowed = int(meta['fetch.end']) / 1000.0 + float(meta.get('fetch.delay', 0))
+            except ValueError:
+                continue
+            queue = meta['fetch.queue']
+            times[queue] = max(times.get(queue, 0.0), allowed)
+    return times
+
+
+def read_journals(journal_dir: str) -> JournalState:
+    """The done URLs and queue times of every journal in a segment's journal directory."""
+    state = JournalState()
+    if not layout.exists(journal_dir):
+        return state
+    records = []
+    for path in _journal_files(journal_dir, CRAWL_FETCH):
+        for record in _tolerant_records(path):
+            records.append(record)
+            meta = record.get('metadata') or {}
+            if meta.get(SOURCE_KEY) == record['url'] and record['status'] != 'linked':
+                state.done[record['url']] = record
+    state.queue_times = queue_times_of(records)
+    return state
+
+
+def commit_run(journal_dir: str, run_id: str, paths: List[str]) -> str:
+    """Records the journal files of a run's committed bundles (the runner may have retried
+    others; their files are not used); returns the commit file's path."""
+    layout.mkdirs(journal_dir)
+    path = FileSystems.join(journal_dir, f'run-{run_id}.committed')
+    with FileSystems.create(path) as f:
+        f.write(json.dumps(sorted(paths)).encode('utf-8'))
+    return path
+
+
+def _committed(journal_dir: str, run_id: str) -> Optional[List[str]]:
+    path = FileSystems.join(journal_dir, f'run-{run_id}.committed')
+    if not FileSystems.exists(path):
+        return None
+    with FileSystems.open(path) as f:
+        return json.loads(f.read().decode('utf-8'))
+
+
+def publish_journals(journal_dir: str, run_id: str, tmp: Dict[str, str],
+                     done_before: Dict[str, dict]) -> Dict[str, int]:
+    """Turns the journals into part files in the `tmp` part directories ({part: directory}):
+    the committed files of run `run_id` are renamed as they are; the records of URLs done in
+    earlier runs (`done_before`) are copied out of their runs' journals, each record once,
+    other records dropped. Returns {part: number of part files}."""
+    committed = _committed(journal_dir, run_id)
+    if committed is None:
+        raise RuntimeError(f'{journal_dir}: run {run_id} has no commit file; not published')
+    committed = set(committed)
+    counts = {}
+    for part, directory in tmp.items():
+        layout.mkdirs(directory)
+        index = 0
+        for path in sorted(p for p in _journal_files(journal_dir, part) if p in committed):
+            layout.rename(path, layout.part_file(directory, index))
+            index += 1
+        if done_before:
+            kept = _records_of(journal_dir, part, done_before, exclude_run=run_id)
+            write_avro_file(layout.part_file(directory, index), _SCHEMAS[part], kept)
+            index += 1
+        if index == 0:
+            write_avro_file(layout.part_file(directory, 0), _SCHEMAS[part], [])
+            index = 1
+        counts[part] = index
+    return counts
+
+
+def _records_of(journal_dir: str, part: str, done: Dict[str, dict], exclude_run: str):
+    """Records of done URLs in other runs' journals, each (part, url, status) once."""
+    seen = set()
+    skip = _run_dir(journal_dir, exclude_run)
+    for path in _journal_files(journal_dir, part):
+        if path.startswith(skip + '/'):
+            continue
+        for record in _tolerant_records(path):
+            source = (record.get('metadata') or {}).get(SOURCE_KEY)
+            if source not in done:
+                continue
+            key = (record['url'], record.get('status'), source)
+            if key in seen:
+                continue
+            seen.add(key)
+            yield record
+
+
+def write_queue_times(path: str, times: Dict[str, float]) -> None:
+    with FileSystems.create(path) as f:
+        f.write(json.dumps(times, sort_keys=True).encode('utf-8'))
+
+
+def read_queue_times(path: str) -> Dict[str, float]:
+    if not FileSystems.exists(path):
+        return {}
+    try:
+        with FileSystems.open(path) as f:
+            return {k: float(v) for k, v in json.loads(f.read().decode('utf-8')).items()}
+    except (ValueError, AttributeError):
+        return {}
