@@ -1,0 +1,121 @@
+"""The freshness lab: populations, the simulation through updatedb's merge, the references,
+the sweep, and the command."""
+
+import json
+
+import numpy as np
+import pytest
+
+from beamcrawl.transforms import settings
+from beamcrawl.transforms.config import load_config
+from beamcrawl.transforms.policy import freshness
+from tests.conftest import run_cli
+
+
+def _rules(schedule='default', **overrides):
+    return settings.update_rules(load_config(overrides={'db.fetch.schedule.class': schedule,
+                                                        **overrides}))
+
+
+def test_mixed_population_has_never_and_hourly_pages():
+    pop = freshness.make_population(20000, 'mixed', seed=3)
+    never = np.mean(pop.rate == 0)
+    hourly = np.mean(pop.rate == 24.0)
+    assert 0.18 < never < 0.22 and 0.04 < hourly < 0.06
+    assert np.all(pop.periodic[pop.rate == 24.0])
+    assert np.median(1 / pop.rate[(pop.rate > 0) & (pop.rate < 24)]) == pytest.approx(10, rel=0.1)
+
+
+def test_the_default_schedule_refetches_every_page_every_30_days():
+    pop = freshness.make_population(500, 'poisson', seed=1)
+    result = freshness.simulate_schedule('default', _rules(), pop, days=90, budget=None)
+    assert result.fetches == 500 * 3                     # days 0, 30 and 60
+    assert set(np.round(result.final_intervals_days, 6)) == {30.0}
+    assert 0.0 <= min(result.daily_freshness) <= max(result.daily_freshness) <= 1.0
+    assert result.daily_freshness[0] == 1.0               # everything just fetched
+
+
+def test_a_page_that_never_changes_is_a_wasted_fetch_and_always_fresh():
+    pop = freshness.Population(rate=np.zeros(10), periodic=np.zeros(10, dtype=bool),
+                               phase=np.zeros(10), seed=1)
+    result = freshness.simulate_schedule('default', _rules(), pop, days=61, budget=None)
+    assert result.freshness == 1.0 and result.age_days == 0.0
+    assert result.wasted == 20 and result.missed == 0     # the refetches on days 30 and 60
+
+
+def test_the_adaptive_schedule_adapts_through_updatedb():
+    # Pages changing every day get shorter intervals, pages that never change longer ones:
+    # both come from merge_url and the configured AdaptiveFetchSchedule.
+    rate = np.array([1.0] * 50 + [0.0] * 50)
+    pop = freshness.Population(rate=rate, periodic=np.ones(100, dtype=bool),
+                               phase=np.full(100, 0.5), seed=1)
+    result = freshness.simulate_schedule(
+        'adaptive', _rules('adaptive', **{'db.fetch.interval.default': 4 * 86400}), pop,
+        days=120, budget=None)
+    changing, static = result.final_intervals_days[:50], result.final_intervals_days[50:]
+    assert changing.max() < 4 < static.min()
+
+
+def test_a_budget_is_never_exceeded():
+    pop = freshness.make_population(3000, 'mixed', seed=2)
+    for name in ('default', 'adaptive'):
+        result = freshness.simulate_schedule(name, _rules(name), pop, days=60, budget=50)
+        assert result.fetches <= 50 * 60
+    reference = freshness.simulate_reference('uniform', pop, days=60, budget=50)
+    assert reference.fetches <= 50 * 60
+
+
+def test_same_seed_same_numbers():
+    pop = freshness.make_population(2000, 'mixed', seed=7)
+    one = freshness.simulate_schedule('adaptive', _rules('adaptive'), pop, days=60, budget=100)
+    two = freshness.simulate_schedule('adaptive', _rules('adaptive'), pop, days=60, budget=100)
+    assert one.row() == two.row()
+
+
+def test_uniform_beats_proportional_for_poisson_pages():
+    # Cho and Garcia-Molina, "Synchronizing a database to improve freshness" (SIGMOD 2000):
+    # for pages changing as Poisson processes, revisiting every page at the same rate keeps
+    # the database fresher than revisiting each in proportion to its change rate.
+    pop = freshness.make_population(4000, 'poisson', seed=11)
+    uniform = freshness.simulate_reference('uniform', pop, days=120, budget=150)
+    proportional = freshness.simulate_reference('proportional', pop, days=120, budget=150)
+    assert abs(uniform.fetches - proportional.fetches) < 0.05 * uniform.fetches
+    assert uniform.freshness > proportional.freshness + 0.1
+
+
+@pytest.mark.parametrize('text,expected', [
+    ('inc_rate=0.1:0.3:0.1', {'inc_rate': [0.1, 0.2, 0.3]}),
+    ('inc_rate=0.2:0.2:0.1,dec_rate=0.1:0.3:0.2', {'inc_rate': [0.2], 'dec_rate': [0.1, 0.3]}),
+])
+def test_parse_sweep(text, expected):
+    assert freshness.parse_sweep(text) == expected
+
+
+@pytest.mark.parametrize('text', ['inc_rate', 'inc_rate=0.1:0.2', 'inc_rate=0.3:0.1:0.1',
+                                  'inc_rate=0.1:0.3:0'])
+def test_parse_sweep_rejects(text):
+    with pytest.raises(ValueError):
+        freshness.parse_sweep(text)
+
+
+def test_the_command_prints_the_table_json_plot_and_sweep(tmp_path):
+    proc = run_cli('schedule-sim', '--population', '2000', '--days', '60', '--budget', '80',
+                   '--schedules', 'default,adaptive,uniform,proportional', '--plot',
+                   str(tmp_path / 'lab.png'), '--sweep', 'inc_rate=0.2:0.4:0.2')
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith('2000 pages (mixed changes, seed 1), 60 days')
+    assert [line.split()[0] for line in lines[2:6]] == ['default', 'adaptive', 'uniform',
+                                                        'proportional']
+    assert 'sweep of the adaptive schedule, best first (by freshness)' in proc.stdout
+    assert (tmp_path / 'lab.png').stat().st_size > 10000
+    data = json.loads(run_cli('schedule-sim', '--population', '500', '--days', '30',
+                              '--json').stdout)
+    assert [r['name'] for r in data['results']] == ['default', 'adaptive']
+    assert all(0 <= r['freshness'] <= 1 for r in data['results'])
+
+
+@pytest.mark.parametrize('args', [['--population', '0'], ['--population', '10', '--budget', '-1'],
+                                  ['--population', '10', '--sweep', 'nonsense=1:2:1']])
+def test_the_command_refuses_bad_values(args):
+    proc = run_cli('schedule-sim', *args, check=False)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
