@@ -43,6 +43,7 @@ setup(
         'PyYAML>=6.0',
         'lxml>=5.0',
         'matplotlib>=3.7',      # schedule-sim --plot
+        'tantivy>=0.22',        # index and search: the index shards
     ],
     extras_require={
         'test': ['pytest>=8', 'pytest-timeout>=2.3'],

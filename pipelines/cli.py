@@ -32,6 +32,9 @@ COMMANDS = {
     'schedule-sim': 'beamcrawl.pipelines.schedule_sim',
     'demo': 'beamcrawl.pipelines.demo',
     'flink': 'beamcrawl.pipelines.flink',
+    'dedup': 'beamcrawl.pipelines.dedup',
+    'index': 'beamcrawl.pipelines.index',
+    'search': 'beamcrawl.pipelines.search',
 }
 ALIASES = {'linkdb': 'invertlinks'}
 

@@ -1,9 +1,10 @@
 """Inject seeds, then crawl N rounds (Nutch's `bin/crawl`).
 
 beamcrawl crawl CRAWL_DIR --seeds SEEDS --rounds N [--top-n N] [--threads N] [--num-fetchers K]
-                [--time-limit-fetch MIN] [--round-interval S] [--conf FILE] [-D key=value]
-                [--now T] [beam options]
-Each round: generate → fetch → parse (unless fetcher.parse) → updatedb → invertlinks. Stops early
+                [--time-limit-fetch MIN] [--round-interval S] [--index] [--conf FILE]
+                [-D key=value] [--now T] [beam options]
+Each round: generate → fetch → parse (unless fetcher.parse) → updatedb → invertlinks (→ dedup
+and index, with --index). A round an earlier run left unfinished is finished first. Stops early
 when nothing is due, or when a file .STOP appears in CRAWL_DIR. With --now, round k runs at
 now + k × --round-interval, so a simulation is reproducible.
 """
@@ -31,6 +32,8 @@ def add_arguments(parser):
                         help='fetch time limit per round in minutes (fetcher.timelimit.mins)')
     parser.add_argument('--round-interval', type=float, default=0.0, metavar='S',
                         help='with --now: seconds between rounds (default 0)')
+    parser.add_argument('--index', action='store_true',
+                        help='index each round\'s segment at the end of the round')
 
 
 def _common(args, beam_args):
@@ -94,6 +97,8 @@ def run(args, cfg, now, beam_args):
             steps.append(('updatedb', [segment]))
         if segment not in crawl.linkdb.applied_segments():
             steps.append(('invertlinks', [segment]))
+        if args.index:
+            steps.append(('index', [segment]))
         for name, extra in steps:
             code = _step(name, [args.crawl_dir, *extra, *clock(k), *common])
             if code != 0:

@@ -2,8 +2,8 @@
 
 beamcrawl demo CRAWL_DIR [--rounds N] [beam options]
 Serves www.demo.test, blog.demo.test and shop.demo.test through one loopback port (as an HTTP
-proxy), injects the demo seeds, crawls N rounds (one simulated day apart, adaptive schedule)
-and prints `readdb --stats`.
+proxy), injects the demo seeds, crawls N rounds (one simulated day apart, adaptive schedule,
+indexing each round), prints `readdb --stats` and searches the index for one query.
 """
 
 import os
@@ -13,6 +13,9 @@ import time
 from beamcrawl.pipelines.cli import run_command
 from beamcrawl.transforms.testing.demosite import DEMO_SEEDS, demo_sites
 from beamcrawl.transforms.testing.web import TestWeb
+
+
+DEMO_QUERY = 'products'
 
 
 def add_arguments(parser):
@@ -37,12 +40,16 @@ def run(args, cfg, now, beam_args):
         started = time.time()
         code = run_command('crawl', [args.crawl_dir, '--seeds', seeds, '--rounds',
                                      str(args.rounds), '--now', str(now), '--round-interval',
-                                     '86400', *defines, *conf, *beam_args])
+                                     '86400', '--index', *defines, *conf, *beam_args])
     if code != 0:
         return code
     print(f'demo: {args.rounds} rounds in {time.time() - started:.0f} s; the crawl is in '
           f'{args.crawl_dir}')
-    return run_command('readdb', [args.crawl_dir, '--stats', *conf])
+    code = run_command('readdb', [args.crawl_dir, '--stats', *conf])
+    if code == 0:
+        print(f'\n$ beamcrawl search {args.crawl_dir} {DEMO_QUERY}')
+        code = run_command('search', [args.crawl_dir, DEMO_QUERY, '--top', '3', *conf])
+    return code
 
 
 if __name__ == '__main__':

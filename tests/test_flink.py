@@ -80,6 +80,12 @@ def test_two_round_crawl_on_the_cluster_equals_the_local_runner(cluster, web, fl
     db = read_db(on_flink)
     assert sum(r['status'] in ('db_fetched', 'db_notmodified') for r in db.values()) == \
         len(HOSTS) * 6
+    # the indexer on the cluster gives the index the local runner gives
+    run_cli('index', on_flink, *cluster.options(), '--parallelism', '2', timeout=900)
+    run_cli('index', local)
+    results = [run_cli('search', crawl, 'page', '--top', '50', '--json').stdout
+               for crawl in (on_flink, local)]
+    assert results[0] == results[1] and len(results[0].splitlines()) == len(HOSTS) * 5
 
 
 def test_one_stage_on_the_embedded_flink(built, tmp_path):

@@ -42,5 +42,6 @@ def test_declared_names_are_unique_and_namespaced():
     names = [v for k, v in vars(metrics).items() if k.isupper() and isinstance(v, str)
              and k != 'NAMESPACE']
     assert len(names) == len(set(names))
-    stages = {'inject', 'generate', 'fetch', 'parse', 'updatedb', 'crawldb', 'linkdb'}
+    stages = {'inject', 'generate', 'fetch', 'parse', 'updatedb', 'crawldb', 'linkdb', 'index',
+              'dedup'}
     assert all(n.split('.', 1)[0] in stages for n in names), names

@@ -369,6 +369,7 @@ class CrawlLayout:
         self.linkdb = DbLayout(_join(self.root, 'linkdb'), 'linkdb')
         self.segments = _join(self.root, 'segments')
         self.tmp = _join(self.root, '.tmp')
+        self.index = _join(self.root, 'index')
 
     def segment(self, name: str) -> str:
         return _join(self.segments, name)
@@ -473,6 +474,64 @@ class CrawlLayout:
                 if not any(self.has_part(segment, p) for p in self.SEGMENT_PARTS):
                     delete(self.segment(segment))
                 raise
+
+    # -- the index: index/shard-NNNNN/, Tantivy indexes; notes beside them ------------------
+    INDEXED = '_indexed_segments'
+    SHARDS = '_shards'
+
+    def index_shard(self, number: int) -> str:
+        return _join(self.index, f'shard-{number:05d}')
+
+    def index_shards(self) -> List[str]:
+        """The shard directories of the index (sorted; empty when there is no index)."""
+        if not FileSystems.exists(self.index):
+            return []
+        return [c for c in _children(self.index)
+                if os.path.basename(c.rstrip('/')).startswith('shard-')]
+
+    def index_lock(self, command: str = '') -> Lock:
+        return Lock(_join(self.index, _LOCK_NAME), command, 'another update of the index')
+
+    def new_shard_dir(self, number: int) -> str:
+        """A fresh directory beside the shards for a shard's new version."""
+        return _join(self.index, f'{_TMP_PREFIX}shard-{number:05d}-{uuid.uuid4().hex[:8]}')
+
+    def index_note(self, name: str) -> Optional[str]:
+        path = _join(self.index, name)
+        if not FileSystems.exists(path):
+            return None
+        with FileSystems.open(path) as f:
+            return f.read().decode('utf-8')
+
+    def install_shards(self, new: Dict[int, str], notes: Dict[str, str]) -> None:
+        """Under the index lock: each new shard version replaces its shard (renamed aside, the
+        new one renamed into place, the old one removed), then the notes are written. A run
+        killed in between leaves every shard whole: old or new, never half."""
+        for number, directory in sorted(new.items()):
+            final = self.index_shard(number)
+            aside = _join(self.index, f'{_TMP_PREFIX}old-shard-{number:05d}-{uuid.uuid4().hex[:8]}')
+            if FileSystems.exists(final):
+                rename(final, aside)
+            rename(directory, final)
+            delete(aside)
+        for name, text in notes.items():
+            with FileSystems.create(_join(self.index, name)) as f:
+                f.write(text.encode('utf-8'))
+
+    def recover_index(self) -> None:
+        """Under the index lock: a shard whose install was cut between its two renames is put
+        back; abandoned new versions are removed."""
+        if not FileSystems.exists(self.index):
+            return
+        for path in _children(self.index):
+            name = os.path.basename(path.rstrip('/'))
+            if name.startswith(f'{_TMP_PREFIX}old-shard-'):
+                number = int(name.split('-')[3])
+                if not FileSystems.exists(self.index_shard(number)):
+                    rename(path, self.index_shard(number))
+                    continue
+            if name.startswith(_TMP_PREFIX):
+                delete(path)
 
     def scratch_dir(self, what: str) -> str:
         """A fresh scratch directory for a reader's pipeline output (caller deletes it)."""

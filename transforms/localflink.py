@@ -1,4 +1,5 @@
-"""A local Flink cluster for beamcrawl: `beamcrawl flink start|stop|status` (./run_local.sh --flink).
+"""A local Flink cluster for beamcrawl: `beamcrawl flink start|stop|status` (./run_local.sh
+--flink ...).
 
 Everything lives in one cache folder (default `.flink/`, or BEAMCRAWL_FLINK_HOME):
 

@@ -67,6 +67,13 @@ UPDATEDB_STATUS = 'updatedb.status.'            # + the new record's status
 UPDATEDB_DENIED = 'updatedb.denied_address'     # linked URLs refused by the address policy
 CRAWLDB_RECORDS = 'crawldb.records'             # records written to the new crawldb
 
+# index and dedup
+INDEX_DOCUMENTS = 'index.documents'             # documents added or replaced
+INDEX_DELETED = 'index.deleted.'                # + the crawldb status that removed a document
+INDEX_SKIPPED = 'index.skipped'                 # fetched pages whose parse failed or is missing
+INDEX_SHARDS_WRITTEN = 'index.shards_written'   # shards given a new version
+DEDUP_DUPLICATES = 'dedup.duplicates'           # pages marked db_duplicate
+
 # invertlinks
 LINKDB_INVERTED = 'linkdb.inverted_links'       # (target, inlink) pairs produced
 LINKDB_PARTS_WRITTEN = 'linkdb.parts_written'   # linkdb partitions written

@@ -26,6 +26,7 @@ from beamcrawl.transforms.records import SCHEMAS, crawl_datum, parse_data, parse
 __all__ = ['ParseSettings', 'ParseContent', 'write_parse_outputs']
 
 log = logging.getLogger('beamcrawl')
+FETCH_TIME_KEY = '_ftk_'     # parse_data metadata: the fetch time of the content (Nutch's key)
 _PERM_REFRESH_SECONDS = 5      # a shorter meta refresh counts as a temporary redirect (Nutch)
 
 
@@ -103,7 +104,8 @@ class _ParseFn(beam.DoFn):
         yield beam.pvalue.TaggedOutput(PARSE_TEXT, parse_text(url, parse.text))
         yield beam.pvalue.TaggedOutput(PARSE_DATA, parse_data(
             url, title=parse.title, parse_status=parse.status, outlinks=outlinks,
-            metadata={**parse.metadata, 'nutch.content.digest': digest.hex()}))
+            metadata={**parse.metadata, 'nutch.content.digest': digest.hex(),
+                      FETCH_TIME_KEY: str(content['fetch_time'])}))
         yield crawl_datum(url, 'signature', fetch_time=self.now, fetch_interval=0,
                           signature=digest)
         refresh = self._refresh_target(url, parse, denied)

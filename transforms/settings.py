@@ -17,6 +17,7 @@ from beamcrawl.transforms.fetcher.settings import FetcherSettings
 from beamcrawl.transforms.parse import ParseSettings
 from beamcrawl.transforms.policy.addresses import AddressPolicy
 from beamcrawl.transforms.policy.generate import GenerateSettings
+from beamcrawl.transforms.policy.indexing import IndexRules
 from beamcrawl.transforms.policy.inject import InjectRules
 from beamcrawl.transforms.policy.linkdb import LinkRules
 from beamcrawl.transforms.policy.outlinks import OutlinkRules
@@ -31,7 +32,8 @@ from beamcrawl.transforms.policy.updatedb import UpdateRules
 from beamcrawl.transforms.policy.urls import (BasicNormalizer, DomainHelper, RegexFilter,
                                               RegexNormalizer, RuleError, UrlPolicy)
 
-__all__ = ['url_policy', 'address_policy', 'inject_rules', 'generate_settings', 'fetcher_settings',
+__all__ = ['url_policy', 'address_policy', 'index_rules', 'inject_rules', 'generate_settings',
+           'fetcher_settings',
            'http_settings', 'parse_settings', 'schedule', 'scoring', 'update_rules',
            'link_rules', 'outlink_rules']
 
@@ -222,3 +224,9 @@ def link_rules(cfg) -> LinkRules:
                                 ignore_external=cfg['linkdb.ignore.external.links'],
                                 max_anchor_length=cfg['linkdb.max.anchor.length'],
                                 max_inlinks=cfg['linkdb.max.inlinks'])
+
+
+def index_rules(cfg) -> IndexRules:
+    return IndexRules(score_power=cfg['indexer.score.power'],
+                      max_text_length=cfg['indexer.max.content.length'],
+                      max_anchors=cfg['indexer.max.anchors'])

@@ -128,7 +128,7 @@ def parse_html(body: bytes, url: str, *, header_charset: Optional[str] = None,
 
 
 def _extract_tree(root) -> Extract:
-    out = Extract()
+    out = Extract(lang=(root.get('lang') or '').strip() if root.tag == 'html' else '')
     for element in root.iter('meta'):
         if not _in_body(element):
             out.metas.append({k.lower(): v for k, v in element.attrib.items()})
@@ -184,6 +184,8 @@ def _apply_rules(extract: Extract, url: str, meta: Dict[str, str], x_robots: str
                 continue
     if nocache:
         meta['caching.forbidden'] = 'content'
+    if extract.lang:
+        meta['lang'] = extract.lang[:35]
     parse = Parse('success_redirect' if refresh else 'success',
                   title='' if noindex else _clean(extract.title),
                   text='' if noindex else extract.text, outlinks=outlinks, metadata=meta,

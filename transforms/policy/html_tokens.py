@@ -24,6 +24,7 @@ class Extract:
     title: str = ''
     links: List[Tuple[str, str]] = dataclasses.field(default_factory=list)  # (href, anchor)
     text: str = ''
+    lang: str = ''                   # the <html lang> attribute
 
 
 class _Reader(html.parser.HTMLParser):
@@ -44,6 +45,8 @@ class _Reader(html.parser.HTMLParser):
         attrs = {k.lower(): (v or '') for k, v in attrs}
         if tag == 'body':
             self.in_body = True
+        if tag == 'html' and not self.out.lang:
+            self.out.lang = attrs.get('lang', '').strip()
         if tag in self.skip_tags:
             self.skipping += 1
         if tag in self.block_tags:

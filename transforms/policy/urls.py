@@ -16,7 +16,8 @@ import idna
 
 from beamcrawl.transforms.policy.addresses import AddressPolicy, parse_ipv4
 from beamcrawl.transforms.policy.domains import DomainHelper, choose_repr  # re-exported
-from beamcrawl.transforms.policy.urlparts import (MalformedUrl, host_of, scheme_host, split_url)  # re-exported
+from beamcrawl.transforms.policy.urlparts import (MalformedUrl, host_of, scheme_host,  # re-exported
+                                                  split_url)
 
 
 __all__ = ['MalformedUrl', 'RuleError', 'BasicNormalizer', 'RegexNormalizer', 'RegexFilter',

@@ -1,0 +1,151 @@
+"""Index parsed pages into searchable documents (Nutch's `index`).
+
+beamcrawl index CRAWL_DIR [SEGMENT ...] [--format tantivy|jsonl] [--output DIR] [--no-dedup]
+                [--conf FILE] [-D key=value] [beam options]
+Joins by URL the crawldb, the linkdb and the newest parse of each URL in the segments (default:
+every parsed segment not indexed yet), after marking duplicates (`dedup`, unless --no-dedup).
+Fetched pages become documents; gone pages, redirects and duplicates are deleted.
+tantivy (default): updates the shards CRAWL_DIR/index/shard-NNNNN/ (indexer.shards of them).
+jsonl: writes documents (OUT/part-*.jsonl) and deletions (OUT/deletions-*.jsonl) for Solr,
+OpenSearch or Elasticsearch (README, "Indexing and search").
+"""
+
+import json
+import logging
+import sys
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+
+from beamcrawl.pipelines.cli import run_command
+from beamcrawl.pipelines.dedup import mark_duplicates
+from beamcrawl.transforms import layout, metrics, settings
+from beamcrawl.transforms.dbio import ReadCrawlDb, ReadParts
+from beamcrawl.transforms.errors import UserError
+from beamcrawl.transforms.index import DELETE, DOC, BuildDocuments, JoinByUrl, WriteIndexShards
+from beamcrawl.transforms.layout import CRAWL_PARSE, PARSE_DATA, PARSE_TEXT, CrawlLayout
+from beamcrawl.transforms.runtime import make_pipeline, run_pipeline
+from beamcrawl.transforms.shards import update_shard
+
+log = logging.getLogger('beamcrawl')
+
+
+def add_arguments(parser):
+    parser.add_argument('crawl_dir', metavar='CRAWL_DIR')
+    parser.add_argument('segments', metavar='SEGMENT', nargs='*',
+                        help='segment names or paths (default: parsed, not indexed yet)')
+    parser.add_argument('--format', choices=('tantivy', 'jsonl'), default='tantivy')
+    parser.add_argument('--output', metavar='DIR', help='jsonl: the output directory')
+    parser.add_argument('--no-dedup', action='store_true', help='do not run dedup first')
+
+
+def run(args, cfg, now, beam_args):
+    crawl = CrawlLayout(args.crawl_dir)
+    if crawl.crawldb.readable_dir() is None:
+        raise UserError(f'{crawl.crawldb.current}: no crawldb (run inject first)')
+    if args.format == 'jsonl' and not args.output:
+        raise UserError('--format jsonl needs --output DIR')
+    if args.output and FileSystems.exists(args.output):
+        raise UserError(f'--output {args.output}: already exists')
+    shards = cfg['indexer.shards']
+    indexed = set((crawl.index_note(crawl.INDEXED) or '').split())
+    if args.segments:
+        names = [crawl.resolve_segment(s) for s in args.segments]
+        for name in names:
+            if not crawl.has_part(name, CRAWL_PARSE):
+                raise UserError(f'{crawl.segment(name)}: not parsed')
+    else:
+        names = [n for n in crawl.segment_names() if crawl.has_part(n, CRAWL_PARSE)
+                 and (args.format == 'jsonl' or n not in indexed)]
+    if not names:
+        print('index: nothing to do (every parsed segment is indexed already)',
+              file=sys.stderr)
+        return 1
+    if not args.no_dedup:
+        mark_duplicates(crawl, cfg, beam_args)
+    rules = settings.index_rules(cfg)
+    if args.format == 'jsonl':
+        return _jsonl(crawl, names, rules, shards, args.output, cfg, beam_args)
+    with crawl.index_lock('index'):
+        crawl.recover_index()
+        present = crawl.index_shards()
+        recorded = crawl.index_note(crawl.SHARDS)
+        if present and recorded is not None and int(recorded) != shards:
+            raise UserError(f'{crawl.index} has {recorded} shards and indexer.shards is '
+                            f'{shards}: remove {crawl.index} to rebuild the index with {shards}')
+        scratch = crawl.scratch_dir('index')
+        p = make_pipeline(beam_args, cfg)
+        entries = _entries(p, crawl, names, rules, shards)
+        _ = (entries
+             | 'WriteShards' >> WriteIndexShards(
+                 old_shards={i: crawl.index_shard(i) for i in range(shards)
+                             if crawl.index_shard(i) in present},
+                 new_dir=crawl.new_shard_dir)
+             | 'Written' >> beam.combiners.ToList()
+             | 'Note' >> beam.Map(_note, FileSystems.join(scratch, 'written.json')))
+        try:
+            counters = run_pipeline(p, 'index')
+            with FileSystems.open(FileSystems.join(scratch, 'written.json')) as f:
+                written = {int(k): v for k, v in json.load(f).items()}
+        finally:
+            layout.delete(scratch)
+        for number in range(shards):          # a new index gets every shard, empty or not
+            if number not in written and crawl.index_shard(number) not in present:
+                written[number] = crawl.new_shard_dir(number)
+                update_shard(None, written[number], [], [])
+        crawl.install_shards(written, {
+            crawl.INDEXED: ''.join(f'{n}\n' for n in sorted(indexed | set(names))),
+            crawl.SHARDS: str(shards)})
+    _report(counters, f'indexed {", ".join(names)} into {crawl.index}')
+    return 0
+
+
+def _note(written, path):
+    with FileSystems.create(path) as f:
+        f.write(json.dumps({str(shard): directory for shard, directory in written}).encode())
+    return path
+
+
+def _entries(p, crawl, names, rules, shards):
+    def parts(part):
+        streams = [p | f'Read_{part}_{n}' >> ReadParts(crawl.part_files(n, part))
+                   | f'Tag_{part}_{n}' >> beam.Map(lambda r, n=n: (n, r)) for n in names]
+        return streams | f'All_{part}' >> beam.Flatten()
+    inputs = {
+        'crawldb': p | 'ReadCrawlDb' >> ReadCrawlDb(crawl.crawldb),
+        'linkdb': p | 'ReadLinkDb' >> ReadParts(crawl.linkdb.part_files()),
+        'parse_data': parts(PARSE_DATA),
+        'parse_text': parts(PARSE_TEXT),
+    }
+    return (inputs
+            | 'JoinByUrl' >> JoinByUrl()
+            | 'BuildDocuments' >> BuildDocuments(rules=rules, shards=shards))
+
+
+def _jsonl(crawl, names, rules, shards, output, cfg, beam_args):
+    p = make_pipeline(beam_args, cfg)
+    entries = _entries(p, crawl, names, rules, shards)
+    _ = (entries
+         | 'Docs' >> beam.FlatMap(lambda e: [e[1][1]] if e[1][0] == DOC else [])
+         | 'DocJson' >> beam.Map(lambda d: json.dumps({'id': d['url'], **d}, sort_keys=True,
+                                                      ensure_ascii=False))
+         | 'WriteDocs' >> beam.io.WriteToText(FileSystems.join(output, 'part'),
+                                              file_name_suffix='.jsonl'))
+    _ = (entries
+         | 'Deletions' >> beam.FlatMap(lambda e: [e[1][1]] if e[1][0] == DELETE else [])
+         | 'DeleteJson' >> beam.Map(lambda url: json.dumps({'id': url}))
+         | 'WriteDeletions' >> beam.io.WriteToText(FileSystems.join(output, 'deletions'),
+                                                   file_name_suffix='.jsonl'))
+    counters = run_pipeline(p, 'index --format jsonl')
+    _report(counters, f'wrote documents of {", ".join(names)} to {output}')
+    return 0
+
+
+def _report(counters, what):
+    deleted = sum(v for k, v in counters.items() if k.startswith(metrics.INDEX_DELETED))
+    print(f'{what}: {counters.get(metrics.INDEX_DOCUMENTS, 0)} documents, {deleted} deletions, '
+          f'{counters.get(metrics.INDEX_SKIPPED, 0)} pages without a usable parse')
+
+
+if __name__ == '__main__':
+    sys.exit(run_command('index', sys.argv[1:]))
