@@ -34,24 +34,10 @@ def main():
     parser.add_argument('--existing', type=int, default=1000000)
     parser.add_argument('--partitions', type=int, default=8, help='linkdb.partitions')
     args = parser.parse_args()
-    rnd = random.Random(5)
     work = tempfile.mkdtemp(prefix='bench-linkdb-')
     crawl = os.path.join(work, 'crawl')
     start = time.time()
-    parts = {p: [] for p in range(args.partitions)}      # the layout invertlinks writes
-    for i in range(args.existing):
-        parts[partition(url(i), args.partitions)].append(
-            inlinks(url(i), [(url(rnd.randrange(args.existing)), f'anchor {i % 97}')]))
-    for index, records in parts.items():
-        write_avro_file(f'{crawl}/linkdb/current/part-{index:05d}.avro', INLINKS_SCHEMA, records)
-    with open(f'{crawl}/linkdb/current/_partitions', 'w') as f:
-        f.write(str(args.partitions))
-    segment = f'{crawl}/segments/20261122000000'
-    write_avro_file(f'{segment}/parse_data/part-00000.avro', PARSE_DATA_SCHEMA, [
-        parse_data(url(i), title='t', parse_status='success', outlinks=[
-            (url(rnd.randrange(2 * args.existing)), f'link text {k}') for k in range(args.links)])
-        for i in range(args.pages)])
-    write_avro_file(f'{segment}/crawl_parse/part-00000.avro', CRAWL_DATUM_SCHEMA, [])
+    build(crawl, args.pages, args.links, args.existing, args.partitions)
     print(f'built: {args.existing} linkdb entries, {args.pages} pages × {args.links} outlinks '
           f'over 10000 hosts ({time.time() - start:.0f} s)')
     runners = {'pinned local runner (1 process)': [],
@@ -73,6 +59,29 @@ def main():
         print('  ' + proc.stdout.strip())
     shutil.rmtree(work)
 
+
+def build(crawl, pages, links, existing, partitions):
+    """An existing linkdb of `existing` entries in the layout invertlinks writes (none for 0) and
+    one segment of `pages` parse_data records with `links` outlinks each, to targets among
+    2 × max(existing, pages) URLs."""
+    rnd = random.Random(5)
+    if existing:
+        parts = {p: [] for p in range(partitions)}
+        for i in range(existing):
+            parts[partition(url(i), partitions)].append(
+                inlinks(url(i), [(url(rnd.randrange(existing)), f'anchor {i % 97}')]))
+        for index, records in parts.items():
+            write_avro_file(f'{crawl}/linkdb/current/part-{index:05d}.avro', INLINKS_SCHEMA,
+                            records)
+        with open(f'{crawl}/linkdb/current/_partitions', 'w') as f:
+            f.write(str(partitions))
+    universe = 2 * max(existing, pages)
+    segment = f'{crawl}/segments/20261122000000'
+    write_avro_file(f'{segment}/parse_data/part-00000.avro', PARSE_DATA_SCHEMA, [
+        parse_data(url(i), title='t', parse_status='success', outlinks=[
+            (url(rnd.randrange(universe)), f'link text {k}') for k in range(links)])
+        for i in range(pages)])
+    write_avro_file(f'{segment}/crawl_parse/part-00000.avro', CRAWL_DATUM_SCHEMA, [])
 
 if __name__ == '__main__':
     main()

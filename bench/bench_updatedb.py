@@ -18,6 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from beamcrawl.transforms.dbio import write_avro_file  # noqa: E402
+from beamcrawl.transforms.policy.partition import partition  # noqa: E402
 from beamcrawl.transforms.records import CRAWL_DATUM_SCHEMA, crawl_datum  # noqa: E402
 
 NOW = 1795305600000
@@ -33,32 +34,13 @@ def main():
     parser.add_argument('--urls', type=int, default=1000000)
     parser.add_argument('--fetched', type=int, default=100000)
     parser.add_argument('--links', type=int, default=500000)
+    parser.add_argument('--foreign', action='store_true',
+                        help='a crawldb not written by beamcrawl (4 parts in URL order)')
     args = parser.parse_args()
-    rnd = random.Random(3)
     work = tempfile.mkdtemp(prefix='bench-updatedb-')
     crawl = os.path.join(work, 'crawl')
     start = time.time()
-    db = os.path.join(crawl, 'crawldb', 'current')
-    step = args.urls // 4
-    for part in range(4):
-        write_avro_file(os.path.join(db, f'part-{part:05d}.avro'), CRAWL_DATUM_SCHEMA, [
-            crawl_datum(url(i), 'db_fetched' if i % 3 else 'db_unfetched',
-                        fetch_time=NOW - rnd.randint(0, 30) * DAY, fetch_interval=2592000,
-                        score=1.0, signature=b'%016d' % (i % 7))
-            for i in range(part * step, (part + 1) * step)])
-    segment = os.path.join(crawl, 'segments', '20261122000000')
-    statuses = ['fetch_success'] * 7 + ['fetch_retry', 'fetch_gone', 'fetch_redir_perm']
-    write_avro_file(os.path.join(segment, 'crawl_fetch', 'part-00000.avro'), CRAWL_DATUM_SCHEMA, [
-        crawl_datum(url(i), statuses[i % 10], fetch_time=NOW, fetch_interval=2592000, score=1.0,
-                    protocol_status='success')
-        for i in rnd.sample(range(args.urls), args.fetched)])
-    parse = [crawl_datum(url(i), 'signature', fetch_time=NOW, fetch_interval=0,
-                         signature=b'%016d' % (i % 5)) for i in range(0, args.urls, 10)][:args.fetched]
-    parse += [crawl_datum(url(rnd.randrange(args.urls) if k % 2 else args.urls + k), 'linked',
-                          fetch_time=NOW, fetch_interval=2592000, score=0.05)
-              for k in range(args.links)]
-    write_avro_file(os.path.join(segment, 'crawl_parse', 'part-00000.avro'), CRAWL_DATUM_SCHEMA,
-                    parse)
+    inputs = build(crawl, args.urls, args.fetched, args.links, native=not args.foreign)
     print(f'built: {args.urls} crawldb records, {args.fetched} fetch records, {args.links} '
           f'outlinks ({time.time() - start:.0f} s)')
     start = time.time()
@@ -69,10 +51,51 @@ def main():
         print(proc.stderr[-3000:])
         sys.exit(1)
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    total = args.urls + args.fetched + len(parse)
-    print(f'updatedb: {wall:.1f} s wall, {total / wall:.0f} input records/s, peak RSS {peak:.0f} MB')
+    print(f'updatedb: {wall:.1f} s wall, {inputs / wall:.0f} input records/s, '
+          f'peak RSS {peak:.0f} MB')
     print('  ' + proc.stdout.strip()[:300])
     shutil.rmtree(work)
+
+
+def build(crawl, urls, fetched, links, native=True):
+    """The crawldb and one segment; returns the number of input records. The crawldb is in the
+    layout inject and updatedb write (native: 8 parts by URL hash, each sorted by URL, with
+    its _partitions note), or else in 4 parts in index order with no note, as a crawldb
+    converted from elsewhere would be (the first updatedb then maps it whole)."""
+    rnd = random.Random(3)
+    db = os.path.join(crawl, 'crawldb', 'current')
+    records = [crawl_datum(url(i), 'db_fetched' if i % 3 else 'db_unfetched',
+                           fetch_time=NOW - rnd.randint(0, 30) * DAY, fetch_interval=2592000,
+                           score=1.0, signature=b'%016d' % (i % 7)) for i in range(urls)]
+    if native:
+        parts = [[] for _ in range(8)]
+        for record in records:
+            parts[partition(record['url'], 8)].append(record)
+        for index, part in enumerate(parts):
+            part.sort(key=lambda r: r['url'])
+            write_avro_file(os.path.join(db, f'part-{index:05d}.avro'), CRAWL_DATUM_SCHEMA, part)
+        with open(os.path.join(db, '_partitions'), 'w') as f:
+            f.write('8')
+    else:
+        step = urls // 4
+        for index in range(4):
+            write_avro_file(os.path.join(db, f'part-{index:05d}.avro'), CRAWL_DATUM_SCHEMA,
+                            records[index * step:(index + 1) * step])
+    del records
+    segment = os.path.join(crawl, 'segments', '20261122000000')
+    statuses = ['fetch_success'] * 7 + ['fetch_retry', 'fetch_gone', 'fetch_redir_perm']
+    write_avro_file(os.path.join(segment, 'crawl_fetch', 'part-00000.avro'), CRAWL_DATUM_SCHEMA, [
+        crawl_datum(url(i), statuses[i % 10], fetch_time=NOW, fetch_interval=2592000, score=1.0,
+                    protocol_status='success')
+        for i in rnd.sample(range(urls), fetched)])
+    parse = [crawl_datum(url(i), 'signature', fetch_time=NOW, fetch_interval=0,
+                         signature=b'%016d' % (i % 5)) for i in range(0, urls, 10)][:fetched]
+    parse += [crawl_datum(url(rnd.randrange(urls) if k % 2 else urls + k), 'linked',
+                          fetch_time=NOW, fetch_interval=2592000, score=0.05)
+              for k in range(links)]
+    write_avro_file(os.path.join(segment, 'crawl_parse', 'part-00000.avro'), CRAWL_DATUM_SCHEMA,
+                    parse)
+    return urls + fetched + len(parse)
 
 
 if __name__ == '__main__':

@@ -8,7 +8,14 @@ NOISE = (
     'apitools not found',           # at import: optional Google Cloud libraries, not used
     'beam:metrics:bounded_trie',    # Flink's 2.62 job server does not know this 2.77 metric type
     'Multiplexer hanging up',       # a LOOPBACK worker's data channel closing after its job ended
+    # The local runner with beamcrawl's worker processes (transforms/runtime.py): Beam warns that
+    # its own multi-process mode is not selected, and each worker that it has no session file.
+    'If direct_num_workers is not equal to 1',
+    'No semi_persistent_directory found',
 )
+
+
+_WORKER_LOGS = 'apache_beam.runners.portability.local_job_service'
 
 
 class DropBeamNoise(logging.Filter):
@@ -17,6 +24,8 @@ class DropBeamNoise(logging.Filter):
     input, disk or permission problem, with its traceback otherwise)."""
 
     def filter(self, record):
+        if record.name == _WORKER_LOGS and str(record.msg).startswith('Worker: '):
+            return False        # local workers log on stderr themselves (localworker.py)
         text = record.getMessage()
         if record.exc_info and record.exc_info[1] is not None:
             text += str(record.exc_info[1])

@@ -12,6 +12,7 @@ import errno
 import importlib
 import logging
 import os
+import re
 import sys
 from typing import List, Optional
 
@@ -75,7 +76,7 @@ def run_command(name: str, argv: List[str]) -> int:
     """Runs one command with its arguments; returns the exit code."""
     setup_logging()
     from beamcrawl.transforms.config import load_config  # after logging: Beam logs while importing
-    from beamcrawl.transforms.errors import UserError
+    from beamcrawl.transforms.errors import UserError, from_worker
     from beamcrawl.transforms.runtime import parse_now, split_beam_args
     module = importlib.import_module(COMMANDS[name])
     prog = f'beamcrawl {name}'
@@ -96,7 +97,7 @@ def run_command(name: str, argv: List[str]) -> int:
         now = parse_now(args.now)
         return module.run(args, cfg, now, beam_args)
     except UserError as e:
-        print(f'{prog}: {e}', file=sys.stderr)
+        print(f'{prog}: {_without_step(str(e))}', file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
         return _interrupted(prog)
@@ -105,10 +106,19 @@ def run_command(name: str, argv: List[str]) -> int:
     except Exception as e:  # pylint: disable=broad-except
         if interrupts.INTERRUPTED.is_set():    # Beam wraps a KeyboardInterrupt in its DoFns
             return _interrupted(prog)
+        remote = from_worker(e)     # a worker process's InputError, reported as text
+        if remote is not None:
+            print(f'{prog}: {remote}', file=sys.stderr)
+            return remote.exit_code
         cause = _os_error_in(e)     # Beam re-raises a worker's OSError wrapped in its own error
         if cause is None:
             raise
         return _os_error(prog, cause)
+
+
+def _without_step(message: str) -> str:
+    """A message without the " [while running 'Step']" Beam appends to errors in DoFns."""
+    return re.sub(r"( \[while running '[^']*'\])+$", '', message)
 
 
 def _interrupted(prog: str) -> int:
@@ -117,14 +127,23 @@ def _interrupted(prog: str) -> int:
     return interrupts.exit_code()
 
 
+_REMOTE_OS_ERROR = re.compile(r"^\w*(?:Error|Exception): \[Errno (\d+)\] ([^:\n]*)(?:: '([^'\n]*)')?",
+                              re.M)
+
+
 def _os_error_in(error: BaseException):
-    """The OSError a (possibly wrapped) exception was caused by, if any."""
-    seen = 0
+    """The OSError a (possibly wrapped) exception was caused by, if any; also one that a worker
+    process raised, which Beam reports as text."""
+    seen, first = 0, error
     while error is not None and seen < 10:
         if isinstance(error, OSError) and error.errno:
             return error
         error = error.__cause__ or error.__context__
         seen += 1
+    found = list(_REMOTE_OS_ERROR.finditer(str(first)))
+    if found:
+        number, text, path = found[-1].groups()
+        return OSError(int(number), text, path) if path else OSError(int(number), text)
     return None
 
 

@@ -8,9 +8,12 @@ Prints each new segment's path; exits 1 when nothing is due (no segment is made)
 import contextlib
 import logging
 import sys
+import typing
+
+import apache_beam as beam
 
 from beamcrawl.pipelines.cli import run_command
-from beamcrawl.transforms import settings
+from beamcrawl.transforms import bulk, settings
 from beamcrawl.transforms.dbio import ReadCrawlDb, WriteParts
 from beamcrawl.transforms.errors import UserError
 from beamcrawl.transforms.generate import (MarkGenerated, SelectForFetch, WriteFetchLists,
@@ -54,17 +57,21 @@ def run(args, cfg, now, beam_args):
         names = segment_names(crawl.segment_names(), now, max_segments)
         segments = [stack.enter_context(crawl.segment_update(n, (CRAWL_GENERATE,), 'generate'))
                     for n in names]
-        p = make_pipeline(beam_args, cfg)
-        records = p | 'ReadCrawlDb' >> ReadCrawlDb(crawl.crawldb)
-        selected = records | 'SelectForFetch' >> SelectForFetch(
-            settings=select, policy=policy, now=now, top_n=top_n,
-            max_count=cfg['generate.max.count'], count_mode=cfg['generate.count.mode'],
-            max_segments=max_segments, filter_urls=cfg['generate.filter'] and not args.no_filter)
+        units = bulk.avro_units([('crawldb', f) for f in crawl.crawldb.part_files()],
+                                schema=CRAWL_DATUM_SCHEMA, per_unit=bulk.RECORDS_PER_UNIT)
+        p = make_pipeline(beam_args, cfg, sum(u.records for u in units))
+        selected = (p | 'CrawlDbUnits' >> beam.Create(units).with_output_types(typing.Any)
+                    | 'SelectForFetch' >> SelectForFetch(
+                        settings=select, policy=policy, now=now, top_n=top_n,
+                        max_count=cfg['generate.max.count'],
+                        count_mode=cfg['generate.count.mode'], max_segments=max_segments,
+                        filter_urls=cfg['generate.filter'] and not args.no_filter))
         _ = selected | 'WriteFetchLists' >> WriteFetchLists(
             part_dirs={i + 1: s.tmp[CRAWL_GENERATE] for i, s in enumerate(segments)},
             num_parts=num_parts, mode=cfg['partition.url.mode'], policy=policy)
         if update:
-            _ = (records | 'MarkGenerated' >> MarkGenerated(selected=selected, now=now)
+            _ = (p | 'ReadCrawlDb' >> ReadCrawlDb(crawl.crawldb)
+                 | 'MarkGenerated' >> MarkGenerated(selected=selected, now=now)
                  | 'WriteCrawlDb' >> WriteParts(db.dir, CRAWL_DATUM_SCHEMA))
         counters = run_pipeline(p, 'generate')
         complete_fetch_lists(segments, num_parts)

@@ -7,13 +7,17 @@ beamcrawl inject CRAWL_DIR SEEDS [--overwrite | --update] [--no-filter] [--no-no
 import sys
 
 from beamcrawl.pipelines.cli import run_command
-from beamcrawl.transforms import settings
-from beamcrawl.transforms.dbio import ReadCrawlDb, WriteParts
-from beamcrawl.transforms.inject import Inject, seed_files
+from beamcrawl.transforms import bulk, layout, metrics, settings
+from beamcrawl.transforms.inject import (OLD_INPUT, SEED_INPUT, InjectMapper, InjectReducer,
+                                         SeedReader, seed_files)
 from beamcrawl.transforms.layout import CrawlLayout
 from beamcrawl.transforms.records import CRAWL_DATUM_SCHEMA
-from beamcrawl.transforms.runtime import make_pipeline, run_pipeline
-from beamcrawl.transforms import metrics
+from beamcrawl.transforms.runtime import local_workers, make_pipeline, run_pipeline
+
+# A seed line costs about as much as this many crawldb records (it is normalized and filtered),
+# and seed files hold about this many bytes per line: for sizing the work only.
+_SEED_WEIGHT = 4
+_BYTES_PER_SEED = 60
 
 
 def add_arguments(parser):
@@ -35,15 +39,30 @@ def run(args, cfg, now, beam_args):
     paths = seed_files(args.seeds)
     policy = settings.url_policy(cfg)
     rules = settings.inject_rules(cfg, overwrite=args.overwrite, update=args.update)
+    reader = SeedReader(paths=paths, policy=policy, rules=rules, now=now,
+                        normalize=not args.no_normalize, filter_urls=not args.no_filter)
     with crawl.crawldb.update(keep_backup=cfg['db.preserve.backup'], command='inject') as new:
-        p = make_pipeline(beam_args, cfg)
-        _ = (p
-             | 'ReadCrawlDb' >> ReadCrawlDb(crawl.crawldb)
-             | 'Inject' >> Inject(seed_paths=paths, policy=policy, rules=rules, now=now,
-                                  normalize=not args.no_normalize, filter_urls=not args.no_filter,
-                                  filter_normalize_all=args.filter_normalize_all)
-             | 'WriteCrawlDb' >> WriteParts(new.dir, CRAWL_DATUM_SCHEMA))
+        seed_units = bulk.text_units([(SEED_INPUT, f) for f in paths],
+                                     per_unit=bulk.BYTES_PER_TEXT_UNIT)
+        old_units = bulk.avro_units([(OLD_INPUT, f) for f in crawl.crawldb.part_files()],
+                                    schema=CRAWL_DATUM_SCHEMA, per_unit=bulk.RECORDS_PER_UNIT,
+                                    first_index=len(seed_units))
+        seeds = sum(u.records for u in seed_units) // _BYTES_PER_SEED
+        records = sum(u.records for u in old_units) + seeds
+        workers = local_workers(beam_args, cfg, records + (_SEED_WEIGHT - 1) * seeds)
+        partitions = bulk.choose_partitions(cfg['crawldb.partitions'], records, workers,
+                                            crawl.crawldb)
+        # A crawldb partitioned the same way is merged part by part, unless URLs may change.
+        old_parts = (None if args.filter_normalize_all
+                     else bulk.aligned_parts(crawl.crawldb, partitions))
+        mapper = InjectMapper(reader, clean_old=args.filter_normalize_all)
+        p = make_pipeline(beam_args, cfg, records + (_SEED_WEIGHT - 1) * seeds)
+        _ = p | 'Inject' >> bulk.MapReduce(
+            units=seed_units if old_parts else seed_units + old_units, mapper=mapper,
+            reducer=InjectReducer(rules, mapper, old_parts), partitions=partitions,
+            scratch=new.scratch, out_dir=new.dir)
         counters = run_pipeline(p, 'inject')
+        crawl.crawldb.write_note(new.dir, layout.PARTITIONS_NOTE, str(partitions))
     c = lambda name: counters.get(name, 0)  # noqa: E731
     print(f'inject: {c(metrics.INJECT_INJECTED)} injected, {c(metrics.INJECT_NEW)} new, '
           f'{c(metrics.INJECT_ALREADY_KNOWN)} already known, {c(metrics.INJECT_MERGED)} merged, '

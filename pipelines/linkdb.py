@@ -9,13 +9,17 @@ import logging
 import sys
 
 from beamcrawl.pipelines.cli import run_command
-from beamcrawl.transforms import layout, settings
-from beamcrawl.transforms.dbio import ReadParts
-from beamcrawl.transforms.layout import CrawlLayout
-from beamcrawl.transforms.linkdb import PARTITIONS_NOTE, UpdateLinkDb
+from beamcrawl.transforms import bulk, layout, settings
+from beamcrawl.transforms.layout import PARTITIONS_NOTE, CrawlLayout
+from beamcrawl.transforms.linkdb import OLD_INPUT, PARSE_INPUT, InlinksReducer, InvertMapper
+from beamcrawl.transforms.records import INLINKS_SCHEMA, PARSE_DATA_SCHEMA
 from beamcrawl.transforms.runtime import make_pipeline, run_pipeline
 
 log = logging.getLogger('beamcrawl')
+
+# A parsed page (its outlinks inverted) costs about as much as this many crawldb records: for
+# sizing the work only (runner.local.parallel.records).
+_PAGE_WEIGHT = 4
 
 
 def add_arguments(parser):
@@ -39,19 +43,21 @@ def run(args, cfg, now, beam_args):
     with crawl.linkdb.update(keep_backup=cfg['db.preserve.backup'], command='invertlinks') as new:
         inverted = crawl.linkdb.applied_segments()
         partitions = cfg['linkdb.partitions']
-        old_files = crawl.linkdb.part_files()
-        same_layout = crawl.linkdb.read_note(PARTITIONS_NOTE) == str(partitions)
-        p = make_pipeline(beam_args, cfg)
-        _ = (p
-             | 'ReadParseData' >> ReadParts(
-                 [f for n in names for f in crawl.part_files(n, layout.PARSE_DATA)])
-             | 'UpdateLinkDb' >> UpdateLinkDb(
-                 rules=rules, policy=settings.url_policy(cfg), normalize=normalize,
-                 filter_urls=filter_urls, partitions=partitions,
-                 old_parts={i: f for i, f in enumerate(old_files)} if same_layout else {},
-                 old_records=(None if same_layout or not old_files else
-                              p | 'ReadOldLinkDb' >> ReadParts(old_files)),
-                 out_dir=new.dir))
+        files = [f for n in names for f in crawl.part_files(n, layout.PARSE_DATA)]
+        new_units = bulk.avro_units([(PARSE_INPUT, f) for f in files], schema=PARSE_DATA_SCHEMA,
+                                    per_unit=bulk.RECORDS_PER_UNIT // _PAGE_WEIGHT)
+        # A linkdb partitioned the same way is merged part by part; another is mapped whole.
+        old_parts = bulk.aligned_parts(crawl.linkdb, partitions)
+        old_units = [] if old_parts else bulk.avro_units(
+            [(OLD_INPUT, f) for f in crawl.linkdb.part_files()], schema=INLINKS_SCHEMA,
+            per_unit=bulk.RECORDS_PER_UNIT, first_index=len(new_units))
+        p = make_pipeline(beam_args, cfg, _PAGE_WEIGHT * sum(u.records for u in new_units)
+                          + sum(u.records for u in old_units))
+        _ = p | 'UpdateLinkDb' >> bulk.MapReduce(
+            units=new_units + old_units,
+            mapper=InvertMapper(rules, settings.url_policy(cfg), normalize, filter_urls),
+            reducer=InlinksReducer(rules.max_inlinks, old_parts), partitions=partitions,
+            scratch=new.scratch, out_dir=new.dir)
         counters = run_pipeline(p, 'invertlinks')
         crawl.linkdb.write_applied(new.dir, inverted + names)
         crawl.linkdb.write_note(new.dir, PARTITIONS_NOTE, str(partitions))

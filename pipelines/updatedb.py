@@ -8,15 +8,13 @@ Default SEGMENTs: every fetched segment not applied yet (the crawldb remembers w
 import logging
 import sys
 
-import apache_beam as beam
-
 from beamcrawl.pipelines.cli import run_command
-from beamcrawl.transforms import layout, settings
-from beamcrawl.transforms.dbio import ReadCrawlDb, ReadParts, WriteParts
+from beamcrawl.transforms import bulk, layout, settings
 from beamcrawl.transforms.layout import CrawlLayout
-from beamcrawl.transforms.records import CRAWL_DATUM_SCHEMA, complete_datum
-from beamcrawl.transforms.runtime import make_pipeline, run_pipeline
-from beamcrawl.transforms.updatedb import UpdateCrawlDb
+from beamcrawl.transforms.records import CRAWL_DATUM_SCHEMA
+from beamcrawl.transforms.runtime import local_workers, make_pipeline, run_pipeline
+from beamcrawl.transforms.updatedb import (OLD_INPUT, SEGMENT_INPUT, MapRules, UpdateMapper,
+                                           UpdateReducer)
 
 log = logging.getLogger('beamcrawl')
 
@@ -45,19 +43,31 @@ def run(args, cfg, now, beam_args):
         applied = crawl.crawldb.applied_segments()
         files = [f for n in names for part in (layout.CRAWL_FETCH, layout.CRAWL_PARSE)
                  if crawl.has_part(n, part) for f in crawl.part_files(n, part)]
-        p = make_pipeline(beam_args, cfg)
-        old = p | 'ReadCrawlDb' >> ReadCrawlDb(crawl.crawldb)
-        news = (p | 'ReadSegments' >> ReadParts(files)
-                | 'Complete' >> beam.Map(complete_datum))
-        _ = ((old, news)
-             | 'UpdateCrawlDb' >> UpdateCrawlDb(
-                 rules=rules, policy=settings.url_policy(cfg), now=now,
-                 purge_gone=cfg['db.update.purge.404'],
-                 normalize=cfg['crawldb.url.normalizers'] or args.normalize,
-                 filter_urls=cfg['crawldb.url.filters'] or args.filter)
-             | 'WriteCrawlDb' >> WriteParts(new.dir, CRAWL_DATUM_SCHEMA))
+        map_rules = MapRules(policy=settings.url_policy(cfg),
+                             purge_gone=cfg['db.update.purge.404'],
+                             normalize=cfg['crawldb.url.normalizers'] or args.normalize,
+                             filter_urls=cfg['crawldb.url.filters'] or args.filter)
+        old_units = bulk.avro_units([(OLD_INPUT, f) for f in crawl.crawldb.part_files()],
+                                    schema=CRAWL_DATUM_SCHEMA, per_unit=bulk.RECORDS_PER_UNIT)
+        new_units = bulk.avro_units([(SEGMENT_INPUT, f) for f in files],
+                                    schema=CRAWL_DATUM_SCHEMA, per_unit=bulk.RECORDS_PER_UNIT,
+                                    first_index=len(old_units))
+        records = sum(u.records for u in old_units + new_units)
+        workers = local_workers(beam_args, cfg, records)
+        partitions = bulk.choose_partitions(cfg['crawldb.partitions'], records, workers,
+                                            crawl.crawldb)
+        # A crawldb partitioned the same way is merged part by part, unless URLs may change.
+        old_parts = None if map_rules.normalize else bulk.aligned_parts(crawl.crawldb,
+                                                                        partitions)
+        p = make_pipeline(beam_args, cfg, records)
+        _ = p | 'UpdateCrawlDb' >> bulk.MapReduce(
+            units=new_units if old_parts else old_units + new_units,
+            mapper=UpdateMapper(map_rules),
+            reducer=UpdateReducer(rules, now, map_rules, old_parts),
+            partitions=partitions, scratch=new.scratch, out_dir=new.dir)
         counters = run_pipeline(p, 'updatedb')
         crawl.crawldb.write_applied(new.dir, applied + names)
+        crawl.crawldb.write_note(new.dir, layout.PARTITIONS_NOTE, str(partitions))
     statuses = {k.split('.', 2)[2]: v for k, v in counters.items()
                 if k.startswith('updatedb.status.')}
     print(f'updatedb: applied {", ".join(names)}; {counters.get("updatedb.added", 0)} added, '

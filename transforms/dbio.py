@@ -1,7 +1,5 @@
 """Reading and writing crawl-dir parts as Avro."""
 
-import os
-import stat
 import uuid
 from typing import Any, Dict, Iterator, List
 
@@ -12,7 +10,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.transforms.window import GlobalWindows
 
-from beamcrawl.transforms import layout
+from beamcrawl.transforms import avroblocks, layout
 from beamcrawl.transforms.errors import InputError
 from beamcrawl.transforms.records import complete_datum
 
@@ -23,18 +21,6 @@ Record = Dict[str, Any]        # a record as Beam's Avro IO reads it: a dict in 
 _IN_PROGRESS = '.avro.inprogress'
 
 
-def _regular(path: str) -> None:
-    """A part must be a regular file: reading a FIFO or a device named part-N.avro would block
-    or never end."""
-    if layout.is_local(path):
-        try:
-            mode = os.stat(path).st_mode
-        except OSError as e:
-            raise InputError(f'{path}: cannot read ({e.strerror})') from None
-        if not stat.S_ISREG(mode):
-            raise InputError(f'{path}: not a regular file; a part must be one')
-
-
 def _corrupt(path: str, error: Exception) -> InputError:
     text = str(error).splitlines()[0] if str(error) else ''
     return InputError(f'{path}: not a readable Avro file ({type(error).__name__}: {text[:200]})')
@@ -43,7 +29,7 @@ def _corrupt(path: str, error: Exception) -> InputError:
 def check_avro_files(paths: List[str]) -> None:
     """Fails fast, naming the file, when a part is not a readable Avro file."""
     for path in paths:
-        _regular(path)
+        avroblocks.check_regular(path)
         try:
             with FileSystems.open(path) as f:
                 reader = fastavro.reader(f)
@@ -68,16 +54,12 @@ def write_avro_file(path: str, schema: dict, records) -> None:
 
 
 def count_records(paths: List[str]) -> int:
-    """How many records some Avro files hold, from their block headers (records not decoded).
-    A file that is not a regular, readable Avro file is an InputError naming it."""
+    """How many records some Avro files hold, from their block headers (nothing is decoded or
+    decompressed). A file that is not a regular, readable Avro file is an InputError naming it."""
     total = 0
     for path in paths:
-        _regular(path)
-        try:
-            with FileSystems.open(path) as f:
-                total += sum(block.num_records for block in fastavro.block_reader(f))
-        except Exception as e:  # pylint: disable=broad-except  (any decoder error means corrupt)
-            raise _corrupt(path, e) from None
+        avroblocks.check_regular(path)
+        total += sum(block.count for block in avroblocks.scan_blocks(path)[1])
     return total
 
 
@@ -85,7 +67,7 @@ def iter_records(paths: List[str]) -> Iterator[dict]:
     """Records of Avro part files, read in the driver (small reads: lookups, scratch output).
     A file that is not a regular, readable Avro file is an InputError naming it."""
     for path in paths:
-        _regular(path)
+        avroblocks.check_regular(path)
         try:
             with FileSystems.open(path) as f:
                 yield from fastavro.reader(f)

@@ -26,3 +26,24 @@ class Interrupted(UserError):
     def __init__(self, message: str, exit_code: int = 130):
         super().__init__(message)
         self.exit_code = exit_code
+
+
+_REMOTE = None
+
+
+def from_worker(error: BaseException):
+    """The UserError that a worker process raised, when `error` is the runner's report of it
+    (Beam sends a worker's exception to the command as text: its traceback, ending with
+    `beamcrawl.transforms.errors.InputError: message [while running 'Step']`); else None."""
+    import re
+    global _REMOTE  # pylint: disable=global-statement
+    if _REMOTE is None:
+        _REMOTE = re.compile(r'beamcrawl\.transforms\.errors\.(\w+): (.*?)'
+                             r'(?: \[while running [^\]]*\])*\s*$', re.M)
+    matches = list(_REMOTE.finditer(str(error)))
+    if not matches:
+        return None
+    name, message = matches[-1].group(1), matches[-1].group(2)
+    kind = {cls.__name__: cls for cls in (UserError, ConfigError, LockedError, InputError)}.get(
+        name)
+    return kind(message) if kind is not None else None

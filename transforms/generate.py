@@ -8,6 +8,7 @@ Shape (the design card's "host-keyed GroupByKey with top-N combiners"):
 Without a per-host cap the global step is a plain Top-N combiner.
 """
 
+import io
 from operator import itemgetter
 from typing import Dict, Optional, Tuple
 
@@ -15,13 +16,15 @@ import apache_beam as beam
 from apache_beam.transforms.combiners import ToList
 from apache_beam.transforms.window import GlobalWindows
 
-from beamcrawl.transforms import layout, metrics
+from beamcrawl.transforms import avroblocks, layout, metrics
+from beamcrawl.transforms.bulk import Unit
 from beamcrawl.transforms.dbio import Record, write_avro_file
 from beamcrawl.transforms.dns import Resolver
 from beamcrawl.transforms.policy.generate import GenerateSettings, assign_segments, sort_key
 from beamcrawl.transforms.policy.partition import QUEUE_MODES, partition, queue_key, scatter_key
 from beamcrawl.transforms.policy.urls import UrlPolicy, host_of, scheme_host
-from beamcrawl.transforms.records import CRAWL_DATUM_SCHEMA, METADATA_GENERATE_TIME
+from beamcrawl.transforms.records import (CRAWL_DATUM_SCHEMA, METADATA_GENERATE_TIME,
+                                          complete_datum)
 
 __all__ = ['SelectForFetch', 'WriteFetchLists', 'MarkGenerated', 'complete_fetch_lists']
 
@@ -30,6 +33,16 @@ def _truncate(items: list, keep: int) -> None:
     """Keeps the `keep` first items in selection order (items are (sort key, ...) tuples)."""
     items.sort(key=itemgetter(0))
     del items[keep:]
+
+
+_DATUM = avroblocks.fastavro.parse_schema(CRAWL_DATUM_SCHEMA)
+
+
+def _decoded(record) -> dict:
+    """A candidate as a dict (it may travel as its encoded bytes, see _SelectFn)."""
+    if isinstance(record, bytes):
+        return avroblocks.fastavro.schemaless_reader(io.BytesIO(record), _DATUM)
+    return record
 
 
 def _mark(record: dict, now: str) -> dict:
@@ -60,36 +73,53 @@ class _SelectFn(beam.DoFn):
         self._groups = {}
         self._counts = metrics.BundleCounts()
 
-    def process(self, record):
+    def process(self, item):
+        if not isinstance(item, Unit):
+            selected = self._select(item)
+            if selected is not None:
+                yield selected
+            return
+        select = self._select
+        raw_ok = item.raw_ok
+        for record, raw in avroblocks.read_records(item.path, item.blocks, with_raw=raw_ok):
+            selected = select(record, raw) if raw_ok else select(complete_datum(record))
+            if selected is not None:
+                yield selected
+
+    def _select(self, record, raw=None):
+        """(1, marked record) when keep is None and the record is due; else None (a due record
+        is collected in its group: as its encoded bytes when it has them and the fetch list
+        takes it unchanged, which moves through the shuffle far more cheaply than a dict)."""
         url = record['url']
         parts = scheme_host(url)
         host = parts[1]
         if not host:
             self._counts.inc(metrics.GENERATE_MALFORMED)
-            return
+            return None
         if self.filter_urls and not self.policy.accept(url, parts):
             self._counts.inc(metrics.GENERATE_REJECTED + 'filtered')
-            return
+            return None
         if self.policy.denied_host(host):      # the address policy holds even with --no-filter
             self._counts.inc(metrics.GENERATE_REJECTED + 'denied_address')
-            return
+            return None
         reason, candidate = self.settings.check(record, self.now)
         if reason:
             self._counts.inc(metrics.GENERATE_REJECTED + reason)
-            return
+            return None
         self._counts.inc(metrics.GENERATE_DUE)
         if self.keep is None:
-            yield 1, _mark(candidate, str(self.now))
-            return
+            return 1, _mark(candidate, str(self.now))
         key = host if self.count_mode == 'host' else self.policy.domains.domain(host)
         name = key if self.per_host else ''
         group = self._groups.get(name)
         if group is None:
             group = self._groups[name] = [0, []]
         group[0] += 1
-        group[1].append((sort_key(candidate), key, candidate))
+        group[1].append((sort_key(candidate), key,
+                         raw if raw is not None and candidate is record else candidate))
         if len(group[1]) >= 2 * self.keep:
             _truncate(group[1], self.keep)
+        return None
 
     def finish_bundle(self):
         self._counts.flush()
@@ -156,6 +186,8 @@ class _AssignFn(beam.DoFn):
 
 class SelectForFetch(beam.PTransform):
     """PCollection[CrawlDatum] (the crawldb) → PCollection[(segment index ≥ 1, CrawlDatum)].
+    The input may also be PCollection[bulk.Unit] of the crawldb's parts: the records are then
+    read where they are selected, not moved through Beam one by one (the generate command).
 
     Args (keyword-only):
       settings: the per-record checks (shouldFetch, generate lock, status, score, interval).
@@ -179,6 +211,7 @@ class SelectForFetch(beam.PTransform):
         self.count_mode, self.filter_urls = count_mode, filter_urls
 
     def expand(self, crawldb: beam.PCollection[Record]) -> beam.PCollection[Tuple[int, Record]]:
+        # crawldb: CrawlDatum records, or bulk.Units of crawldb parts (read in the select step)
         per_host = self.max_count > 0
         keep = None
         if per_host:
@@ -209,7 +242,7 @@ class SelectForFetch(beam.PTransform):
             for sk, _, record in group[1][1]:
                 segment = segments.get(sk[2])
                 if segment is not None:
-                    yield segment, _mark(record, marker)
+                    yield segment, _mark(_decoded(record), marker)
 
         return groups | 'JoinSelected' >> beam.FlatMap(pick, beam.pvalue.AsDict(assigned))
 

@@ -1,21 +1,26 @@
 """The Injector as Beam transforms: seed files → normalized, filtered seeds → merged crawldb."""
 
+import io
 import logging
 import os
-from typing import List, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import apache_beam as beam
+import fastavro
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.io.localfilesystem import LocalFileSystem
 
-from beamcrawl.transforms import metrics
+from beamcrawl.transforms import avroblocks, metrics
+from beamcrawl.transforms.bulk import JoinReducer, Mapper, Unit, read_unit_lines
 from beamcrawl.transforms.dbio import Record
 from beamcrawl.transforms.errors import InputError
 from beamcrawl.transforms.policy.inject import (InjectRules, SeedError, injected_datum,
                                                 merge_injected, parse_seed_line, pick_last)
 from beamcrawl.transforms.policy.urls import UrlPolicy
+from beamcrawl.transforms.records import CRAWL_DATUM_SCHEMA, complete_datum
 
-__all__ = ['seed_files', 'Inject']
+__all__ = ['seed_files', 'Inject', 'SeedReader', 'merge_seeds', 'InjectMapper', 'InjectReducer',
+           'SEED_INPUT', 'OLD_INPUT']
 
 log = logging.getLogger('beamcrawl')
 
@@ -60,21 +65,17 @@ class _ReadLinesFn(beam.DoFn):
                 yield index, lineno, raw
 
 
-class _ParseSeedFn(beam.DoFn):
-    """Raw seed line → (url, ((file index, line), db_unfetched datum)); drops counted."""
+class SeedReader:
+    """Seed lines → (url, ((file index, line number), db_unfetched datum)), with the Injector's
+    checks; every drop is counted and the first ones are logged with file:line."""
 
     def __init__(self, *, paths, policy, rules, now, normalize, filter_urls):
-        self.paths = paths
+        self.paths = list(paths)
         self.policy = policy
         self.rules = rules
         self.now = now
         self.normalize = normalize
         self.filter_urls = filter_urls
-        self.counters = {name: metrics.counter(name) for name in (
-            metrics.INJECT_LINES, metrics.INJECT_MALFORMED, metrics.INJECT_FILTERED,
-            metrics.INJECT_DENIED, metrics.INJECT_BAD_METADATA, metrics.INJECT_INJECTED)}
-
-    def setup(self):
         self._warned = 0
 
     def _warn(self, where, message):
@@ -82,34 +83,52 @@ class _ParseSeedFn(beam.DoFn):
             log.warning('%s: %s', where, message)
         self._warned += 1
 
-    def process(self, item):
-        index, lineno, raw = item
-        where = f'{self.paths[index]}:{lineno}'
+    def read(self, index: int, lineno: int, raw: bytes, counts):
+        """The seed of one raw line, or None (blank, comment or dropped)."""
         try:
             seed = parse_seed_line(raw.decode('utf-8'))
         except (UnicodeDecodeError, SeedError) as e:
-            self.counters[metrics.INJECT_LINES].inc()
-            self.counters[metrics.INJECT_MALFORMED].inc()
-            self._warn(where, f'malformed seed line: {e}')
-            return
+            counts.inc(metrics.INJECT_LINES)
+            counts.inc(metrics.INJECT_MALFORMED)
+            self._warn(f'{self.paths[index]}:{lineno}', f'malformed seed line: {e}')
+            return None
         if seed is None:
-            return
-        self.counters[metrics.INJECT_LINES].inc()
+            return None
+        counts.inc(metrics.INJECT_LINES)
         for problem in seed.problems:
-            self.counters[metrics.INJECT_BAD_METADATA].inc()
-            self._warn(where, problem)
+            counts.inc(metrics.INJECT_BAD_METADATA)
+            self._warn(f'{self.paths[index]}:{lineno}', problem)
         url, reason = self.policy.clean(seed.url, normalize=self.normalize,
                                         filter=self.filter_urls)
         if url is None:
-            self.counters[_REJECTED[reason]].inc()
+            counts.inc(_REJECTED[reason])
+            where = f'{self.paths[index]}:{lineno}'
             if reason == 'malformed':
                 self._warn(where, f'malformed URL {seed.url!r}')
             elif reason == 'denied':
                 self._warn(where, f'{seed.url!r}: refused by the address policy '
                                   f'({self.policy.denied(seed.url)}; see http.address.allow)')
-            return
-        self.counters[metrics.INJECT_INJECTED].inc()
-        yield url, ((index, lineno), injected_datum(url, seed, self.rules, self.now))
+            return None
+        counts.inc(metrics.INJECT_INJECTED)
+        return url, ((index, lineno), injected_datum(url, seed, self.rules, self.now))
+
+
+class _ParseSeedFn(beam.DoFn):
+    """Raw seed line → (url, ((file index, line), db_unfetched datum)); drops counted."""
+
+    def __init__(self, reader: SeedReader):
+        self.reader = reader
+
+    def start_bundle(self):
+        self._counts = metrics.BundleCounts()
+
+    def finish_bundle(self):
+        self._counts.flush()
+
+    def process(self, item):
+        seed = self.reader.read(*item, self._counts)
+        if seed is not None:
+            yield seed
 
 
 class _KeyOldFn(beam.DoFn):
@@ -131,35 +150,44 @@ class _KeyOldFn(beam.DoFn):
         yield url, (record if url == record['url'] else {**record, 'url': url})
 
 
+_OUTCOMES = {'new': metrics.INJECT_NEW, 'already_known': metrics.INJECT_ALREADY_KNOWN,
+             'merged': metrics.INJECT_MERGED, 'purged': metrics.INJECT_PURGED}
+
+
+def merge_seeds(seeds: list, olds: list, rules: InjectRules, counts):
+    """The crawldb record of one URL from its seeds [(key, datum)] and old records, by Nutch's
+    Injector rules (merge_injected); counted. None: nothing to write."""
+    if len(seeds) > 1:
+        counts.inc(metrics.INJECT_DUPLICATE, len(seeds) - 1)
+    injected = pick_last(seeds) if seeds else None
+    # Several old records per URL only arise when --filter-normalize-all maps two URLs onto
+    # one: keep the highest score, then the latest fetch time, then the smallest URL.
+    old = min(olds, key=lambda r: (-r['score'], -r['fetch_time'], r['url'])) if olds else None
+    record, outcome = merge_injected(injected, old, rules)
+    if outcome in _OUTCOMES:
+        counts.inc(_OUTCOMES[outcome])
+    if record is not None:
+        counts.inc(metrics.CRAWLDB_RECORDS)
+    return record
+
+
 class _MergeFn(beam.DoFn):
     """(url, {'seed': [...], 'old': [...]}) → the crawldb record, by Nutch's Injector rules."""
 
     def __init__(self, rules: InjectRules):
         self.rules = rules
-        self.duplicates = metrics.counter(metrics.INJECT_DUPLICATE)
-        self.records = metrics.counter(metrics.CRAWLDB_RECORDS)
-        self.outcomes = {
-            'new': metrics.counter(metrics.INJECT_NEW),
-            'already_known': metrics.counter(metrics.INJECT_ALREADY_KNOWN),
-            'merged': metrics.counter(metrics.INJECT_MERGED),
-            'purged': metrics.counter(metrics.INJECT_PURGED),
-        }
+
+    def start_bundle(self):
+        self._counts = metrics.BundleCounts()
+
+    def finish_bundle(self):
+        self._counts.flush()
 
     def process(self, kv):
         _, groups = kv
-        seeds = list(groups['seed'])
-        olds = list(groups['old'])
-        if len(seeds) > 1:
-            self.duplicates.inc(len(seeds) - 1)
-        injected = pick_last(seeds) if seeds else None
-        # Several old records per URL only arise when --filter-normalize-all maps two URLs onto
-        # one: keep the highest score, then the latest fetch time, then the smallest URL.
-        old = min(olds, key=lambda r: (-r['score'], -r['fetch_time'], r['url'])) if olds else None
-        record, outcome = merge_injected(injected, old, self.rules)
-        if outcome in self.outcomes:
-            self.outcomes[outcome].inc()
+        record = merge_seeds(list(groups['seed']), list(groups['old']), self.rules,
+                             self._counts)
         if record is not None:
-            self.records.inc()
             yield record
 
 
@@ -193,10 +221,114 @@ class Inject(beam.PTransform):
                  | 'SeedFiles' >> beam.Create(list(enumerate(self.seed_paths)))
                  | 'ReadLines' >> beam.ParDo(_ReadLinesFn())
                  | 'Reshuffle' >> beam.Reshuffle()
-                 | 'ParseSeeds' >> beam.ParDo(_ParseSeedFn(
+                 | 'ParseSeeds' >> beam.ParDo(_ParseSeedFn(SeedReader(
                      paths=self.seed_paths, policy=self.policy, rules=self.rules, now=self.now,
-                     normalize=self.normalize, filter_urls=self.filter_urls)))
+                     normalize=self.normalize, filter_urls=self.filter_urls))))
         old = old_db | 'KeyOld' >> beam.ParDo(_KeyOldFn(self.policy, self.filter_normalize_all))
         return ({'seed': seeds, 'old': old}
                 | 'JoinByUrl' >> beam.CoGroupByKey()
                 | 'Merge' >> beam.ParDo(_MergeFn(self.rules)))
+
+
+# -- the bulk path (bulk.MapReduce), what the inject command runs -----------------------------
+
+SEED_INPUT, OLD_INPUT = 'seeds', 'old'     # the tags of bulk.Unit
+SEED, OLD, RAW = 's', 'o', 'r'             # item kinds: a seed, an old record, its bytes
+
+
+class InjectMapper(Mapper):
+    """bulk.Mapper of inject: seed-file units (bulk.text_units) → (url, (SEED, key, datum));
+    crawldb units → (url, (RAW, bytes, status)), or (url, (OLD, record)) when
+    --filter-normalize-all changed it or its file has another schema."""
+
+    def __init__(self, reader: SeedReader, clean_old: bool):
+        self.reader, self.clean_old = reader, clean_old
+
+    def map(self, unit: Unit, counts):
+        if unit.tag == SEED_INPUT:
+            index = self.reader.paths.index(unit.path)
+            for lineno, raw in read_unit_lines(unit):
+                seed = self.reader.read(index, lineno, raw, counts)
+                if seed is not None:
+                    yield seed[0], (SEED,) + seed[1]
+            return
+        for record, raw in avroblocks.read_records(unit.path, unit.blocks):
+            if not unit.raw_ok:
+                record = complete_datum(record)
+            yield from self.old_item(record, raw if unit.raw_ok else None, counts)
+
+    def old_item(self, record, raw, counts):
+        if self.clean_old:
+            url, _ = self.reader.policy.clean(record['url'])
+            if url is None:
+                counts.inc(metrics.INJECT_OLD_FILTERED)
+                return
+            if url != record['url']:
+                yield url, (OLD, {**record, 'url': url})
+                return
+        if raw is not None:
+            yield record['url'], (RAW, raw, record['status'])
+        else:
+            yield record['url'], (OLD, record)
+
+
+class InjectReducer(JoinReducer):
+    """bulk.Reducer of inject: merges the seeds of each URL with its crawldb record (Nutch's
+    Injector reducer, merge_seeds) and writes the partition sorted by URL; crawldb records
+    that no seed names are copied as their bytes (purged when db.update.purge.404 says so)."""
+
+    schema = CRAWL_DATUM_SCHEMA
+
+    def __init__(self, rules: InjectRules, mapper: InjectMapper,
+                 old_parts: Optional[Dict[int, str]] = None):
+        super().__init__(old_parts)
+        self.rules, self.mapper = rules, mapper
+
+    def complete(self, record):
+        return complete_datum(record)
+
+    def old_items(self, record, raw, counts):
+        return self.mapper.old_item(record, raw, counts)
+
+    def _kept(self, status, counts) -> bool:
+        """Whether an old record that no seed names stays (merge_injected without a seed)."""
+        if self.rules.purge_gone and status == 'db_gone':
+            counts.inc(metrics.INJECT_PURGED)
+            return False
+        counts.inc(metrics.CRAWLDB_RECORDS)
+        return True
+
+    def _write(self, seeds, olds, out, counts):
+        record = merge_seeds([(key, datum) for _, key, datum in seeds], olds, self.rules,
+                             counts)
+        if record is not None:
+            out.write(record)
+
+    def write_joined(self, joined, out, counts):
+        for _, record, raw, values in joined:
+            if values is None:
+                if self._kept(record['status'], counts):
+                    if raw is not None:
+                        out.write_raw(raw)
+                    else:
+                        out.write(record)
+                continue
+            self._write(values, [record] if record is not None else [], out, counts)
+
+    def write_grouped(self, groups, out, counts):
+        schema = fastavro.parse_schema(CRAWL_DATUM_SCHEMA)
+        for url in sorted(groups):
+            values = groups[url]
+            if len(values) == 1 and values[0][0] == RAW:
+                if self._kept(values[0][2], counts):
+                    out.write_raw(values[0][1])
+                continue
+            seeds, olds = [], []
+            for value in values:
+                if value[0] == SEED:
+                    seeds.append(value)
+                elif value[0] == RAW:
+                    olds.append(fastavro.schemaless_reader(io.BytesIO(value[1]), schema))
+                else:
+                    olds.append(value[1])
+            self._write(seeds, olds, out, counts)

@@ -47,6 +47,9 @@ PARSE_PARTS = (PARSE_TEXT, PARSE_DATA, CRAWL_PARSE)
 
 PART_GLOB = 'part-*.avro'
 APPLIED = '_applied_segments'      # inside a db version: segments already merged into it
+# A database version's partitioning: part i holds the keys k with crc32(k) mod N == i, each part
+# sorted by key (written by inject, updatedb and invertlinks; docs/crawl-dir.md).
+PARTITIONS_NOTE = '_partitions'
 _TMP_PREFIX = '.tmp-'
 _LOCK_NAME = '.locked'
 
@@ -229,6 +232,9 @@ class DbLayout:
             except BaseException:
                 delete(new.dir)
                 raise
+            finally:
+                if FileSystems.exists(new.scratch):
+                    delete(new.scratch)
             if new.discarded:
                 delete(new.dir)
                 return
@@ -309,6 +315,9 @@ class DbUpdate:
 
     def __init__(self, directory: str):
         self.dir = directory
+        # Working files of the update (bulk.MapReduce's spills): beside the version, removed
+        # when the update ends; a cut-off run's are removed by the next (recover()).
+        self.scratch = directory + '-scratch'
         self.discarded = False
 
     def discard(self) -> None:

@@ -1,21 +1,21 @@
 """The LinkDb as Beam transforms: parse_data → inverted links, merged into the linkdb."""
 
-import gc
-from typing import List, Optional, Tuple
+import io
+from typing import Dict, List, Optional, Tuple
 
 import apache_beam as beam
 
-from apache_beam.transforms.window import GlobalWindows
 
-from beamcrawl.transforms import metrics
-from beamcrawl.transforms.dbio import Record, iter_records, write_avro_file
-from beamcrawl.transforms.layout import part_file
-from beamcrawl.transforms.policy.partition import partition
+from beamcrawl.transforms import avroblocks, metrics
+from beamcrawl.transforms.bulk import JoinReducer, Mapper
+from beamcrawl.transforms.dbio import Record
+from beamcrawl.transforms.layout import PARTITIONS_NOTE
 from beamcrawl.transforms.policy.linkdb import LinkRules, Pair, cap_inlinks, invert
 from beamcrawl.transforms.policy.urls import UrlPolicy
 from beamcrawl.transforms.records import INLINKS_SCHEMA, inlink_pairs, inlinks as inlinks_record
 
-__all__ = ['InvertLinks', 'MergeInlinks', 'InlinksCombineFn', 'UpdateLinkDb', 'PARTITIONS_NOTE']
+__all__ = ['InvertLinks', 'MergeInlinks', 'InlinksCombineFn', 'PARTITIONS_NOTE',
+           'InvertMapper', 'InlinksReducer', 'PARSE_INPUT', 'OLD_INPUT']
 
 
 class InlinksCombineFn(beam.CombineFn):
@@ -111,134 +111,99 @@ class MergeInlinks(beam.PTransform):
                 | 'Records' >> beam.MapTuple(inlinks_record))
 
 
-# -- the partitioned linkdb update -------------------------------------------------------------
-# A linkdb version written by UpdateLinkDb keeps the inlinks of URL u in part
-# partition(u, N), N recorded in the version's PARTITIONS note. An update then merges each part
-# on its own: the old part file is streamed, never turned into Beam elements.
+# -- the bulk path (bulk.MapReduce), what the invertlinks command runs --------------------------
+# A linkdb version keeps the inlinks of URL u in part crc32(u) mod N, each part sorted by URL,
+# N in its PARTITIONS_NOTE (docs/crawl-dir.md); an update merges each old part with its
+# partition's new inlinks in one pass.
 
-PARTITIONS_NOTE = '_partitions'
+PARSE_INPUT, OLD_INPUT = 'parse_data', 'old'    # the tags of bulk.Unit
+_RAW = 'r'      # (_RAW, bytes, None): an old Inlinks record as its encoded bytes (new inlinks
+                # are (from_url, anchor) pairs, old ones a list of pairs)
 
 
-class _InvertByPartitionFn(beam.DoFn):
-    """parse_data → per bundle, {partition: {target: {(from, anchor)}}}, one element per part."""
+def _is_raw(value) -> bool:
+    return type(value) is tuple and len(value) == 3       # pylint: disable=unidiomatic-typecheck
 
-    def __init__(self, rules, policy, normalize, filter_urls, partitions):
+
+class InvertMapper(Mapper):
+    """bulk.Mapper of invertlinks: parse_data units → (target, (from_url, anchor)) for every
+    outlink `invert` keeps; linkdb units (an old version partitioned otherwise) →
+    (url, (_RAW, bytes, None)) or (url, [pairs])."""
+
+    def __init__(self, rules: LinkRules, policy: Optional[UrlPolicy], normalize: bool,
+                 filter_urls: bool):
         self.rules, self.policy = rules, policy
         self.normalize, self.filter_urls = normalize, filter_urls
-        self.partitions = partitions
 
-    def start_bundle(self):
-        self._parts = {}
-        self._count = 0
-        # Millions of small containers are created here and none is cyclic garbage; Python's
-        # cyclic GC would rescan them again and again (measured: 7.2 s → 4.5 s for 2M links).
-        self._gc_was_enabled = gc.isenabled()
-        gc.disable()
+    def map(self, unit, counts):
+        if unit.tag == OLD_INPUT:
+            for record, raw in avroblocks.read_records(unit.path, unit.blocks):
+                yield from self.old_item(record, raw if unit.raw_ok else None, counts)
+            return
+        inverted = 0
+        for parse_data, _ in avroblocks.read_records(unit.path, unit.blocks, with_raw=False):
+            links = ((o['to_url'], o['anchor']) for o in parse_data['outlinks'])
+            for target, pair in invert(parse_data['url'], links, self.rules, self.policy,
+                                       normalize=self.normalize, filter_urls=self.filter_urls):
+                inverted += 1
+                yield target, pair
+        counts.inc(metrics.LINKDB_INVERTED, inverted)
 
-    def process(self, parse_data):
-        links = ((o['to_url'], o['anchor']) for o in parse_data['outlinks'])
-        for target, pair in invert(parse_data['url'], links, self.rules, self.policy,
-                                   normalize=self.normalize, filter_urls=self.filter_urls):
-            self._count += 1
-            part = self._parts.setdefault(partition(target, self.partitions), {})
-            pairs = part.get(target)
-            if pairs is None:
-                part[target] = [pair]
-            else:
-                pairs.append(pair)
-                if 0 <= self.rules.max_inlinks < len(pairs) // 2:
-                    part[target] = cap_inlinks(pairs, self.rules.max_inlinks)
-        return ()
-
-    def finish_bundle(self):
-        if self._gc_was_enabled:
-            gc.enable()
-        metrics.counter(metrics.LINKDB_INVERTED).inc(self._count)
-        for index, targets in self._parts.items():
-            yield GlobalWindows.windowed_value((index, ('new', targets)))
-        self._parts = {}
+    @staticmethod
+    def old_item(record, raw, counts):  # pylint: disable=unused-argument
+        if raw is not None:
+            yield record['url'], (_RAW, raw, None)
+        else:
+            yield record['url'], inlink_pairs(record)
 
 
-class _MergePartitionFn(beam.DoFn):
-    """(partition, [('new', {target: pairs}) | ('old', Inlinks)]) → the partition's part file
-    in out_dir, merged with the old part file of the same partition when the old version has
-    the same partitioning. Rewriting a part is idempotent (same name, same content)."""
+class InlinksReducer(JoinReducer):
+    """bulk.Reducer of invertlinks: the inlinks of each target of a partition, merged with its
+    old entry and capped (linkdb.max.inlinks), written sorted by URL; an old entry that got no
+    new link is copied as its bytes."""
 
-    def __init__(self, *, out_dir, old_parts, max_inlinks):
-        self.out_dir, self.old_parts, self.max_inlinks = out_dir, old_parts, max_inlinks
+    schema = INLINKS_SCHEMA
 
-    def process(self, item):
-        gc_was_enabled = gc.isenabled()
-        gc.disable()                    # as in _InvertByPartitionFn
-        try:
-            yield from self._process(item)
-        finally:
-            if gc_was_enabled:
-                gc.enable()
+    def __init__(self, max_inlinks: int, old_parts: Optional[Dict[int, str]] = None):
+        super().__init__(old_parts)
+        self.max_inlinks = max_inlinks
 
-    def _process(self, item):
-        index, values = item
-        new = {}
-        old_records = []
-        for kind, value in values:
-            if kind == 'new':
-                for target, pairs in value.items():
-                    new.setdefault(target, set()).update(pairs)
-            elif kind == 'old':
-                old_records.append(value)
-        path = part_file(self.out_dir, index)
-        old_path = self.old_parts.get(index)
-        records = (iter_records([old_path]) if old_path else iter(old_records))
-        write_avro_file(path, INLINKS_SCHEMA, self._merged(records, new))
-        metrics.counter(metrics.LINKDB_PARTS_WRITTEN).inc()
-        yield path
+    def old_items(self, record, raw, counts):
+        return InvertMapper.old_item(record, raw, counts)
 
-    def _merged(self, old_records, new):
-        for record in old_records:
-            pairs = new.pop(record['url'], None)
-            if pairs is None:
-                yield record
+    def _write(self, url, pairs, out):
+        if pairs:
+            out.write(inlinks_record(url, cap_inlinks(pairs, self.max_inlinks)))
+
+    def write_joined(self, joined, out, counts):
+        for url, record, raw, values in joined:
+            if values is None:
+                if raw is not None:
+                    out.write_raw(raw)
+                elif record['inlinks']:
+                    out.write(record)
                 continue
-            pairs.update(inlink_pairs(record))
-            yield inlinks_record(record['url'], cap_inlinks(pairs, self.max_inlinks))
-        for target, pairs in new.items():
-            if pairs:
-                yield inlinks_record(target, cap_inlinks(pairs, self.max_inlinks))
+            pairs = set(values)
+            if record is not None:
+                pairs.update(inlink_pairs(record))
+            self._write(url, pairs, out)
+        counts.inc(metrics.LINKDB_PARTS_WRITTEN)
 
-
-class UpdateLinkDb(beam.PTransform):
-    """PCollection[ParseData] → the new linkdb version's part files in out_dir (yields paths).
-
-    Args (keyword-only):
-      rules, policy, normalize, filter_urls: as InvertLinks.
-      partitions: number of parts; a URL's inlinks live in part crc32(url) mod partitions.
-      old_parts: {partition: part file} of the old version when it has the same partitioning.
-      old_records: PCollection[Inlinks] of an old version partitioned otherwise (else None).
-      out_dir: the new version's directory.
-    """
-
-    def __init__(self, *, rules: LinkRules, policy: Optional[UrlPolicy], normalize: bool,
-                 filter_urls: bool, partitions: int, old_parts, old_records, out_dir: str):
-        super().__init__()
-        self.rules, self.policy = rules, policy
-        self.normalize, self.filter_urls = normalize, filter_urls
-        self.partitions, self.old_parts, self.old_records = partitions, old_parts, old_records
-        self.out_dir = out_dir
-
-    def expand(self, parse_data: beam.PCollection[Record]) -> beam.PCollection[str]:
-        n = self.partitions
-        streams = [
-            parse_data | 'InvertByPartition' >> beam.ParDo(_InvertByPartitionFn(
-                self.rules, self.policy, self.normalize, self.filter_urls, n)),
-            parse_data.pipeline | 'EveryPartition' >> beam.Create(
-                [(i, ('none', None)) for i in range(n)]),
-        ]
-        if self.old_records is not None:
-            streams.append(self.old_records | 'KeyOld' >> beam.Map(
-                lambda r: (partition(r['url'], n), ('old', r))))
-        return (streams
-                | 'All' >> beam.Flatten()
-                | 'ByPartition' >> beam.GroupByKey()
-                | 'MergePartition' >> beam.ParDo(_MergePartitionFn(
-                    out_dir=self.out_dir, old_parts=self.old_parts,
-                    max_inlinks=self.rules.max_inlinks)))
+    def write_grouped(self, groups, out, counts):
+        schema = avroblocks.fastavro.parse_schema(INLINKS_SCHEMA)
+        for url in sorted(groups):
+            values = groups[url]
+            if len(values) == 1 and _is_raw(values[0]):
+                out.write_raw(values[0][1])
+                continue
+            pairs = set()
+            for value in values:
+                if _is_raw(value):
+                    pairs.update(inlink_pairs(avroblocks.fastavro.schemaless_reader(
+                        io.BytesIO(value[1]), schema)))
+                elif isinstance(value, list):
+                    pairs.update(value)
+                else:
+                    pairs.add(value)
+            self._write(url, pairs, out)
+        counts.inc(metrics.LINKDB_PARTS_WRITTEN)

@@ -95,6 +95,10 @@ class BundleCounts:
     def inc(self, name: str, n: int = 1) -> None:
         self.counts[name] += n
 
+    def clear(self) -> None:
+        """Forgets the counts so far (work that is being redone)."""
+        self.counts.clear()
+
     def flush(self) -> None:
         for name, n in self.counts.items():
             if n:

@@ -1,7 +1,10 @@
 """Running pipelines: the injected clock, Beam options, the pinned local runner, counters.
 
-The local runner: with no `--runner`, beamcrawl runs on Beam's FnApiRunner in its default
-`in_memory` mode, deterministically. Beam's `DirectRunner` would first try to download and start
+The local runner: with no `--runner`, beamcrawl runs on Beam's FnApiRunner: in this process for
+small work, and with one worker process per core (`runner.local.workers`) when a stage has at
+least `runner.local.parallel.records` input records — Beam's lossless multi-process mode, with
+beamcrawl's worker entry point (transforms/localworker.py). `--direct_num_workers` and
+`--direct_running_mode` on the command line win over both settings. Beam's `DirectRunner` would first try to download and start
 the Prism runner, then fall back; `--runner DirectRunner` is still accepted and gives the same
 results. The direct runner's multi-threading mode is refused: in Beam 2.77 it loses records in
 GroupByKey (measured; docs/architecture.md, "Beam facts").
@@ -10,6 +13,9 @@ GroupByKey (measured; docs/architecture.md, "Beam facts").
 import argparse
 import datetime
 import logging
+import os
+import shlex
+import sys
 import time
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -21,8 +27,8 @@ from beamcrawl.transforms import portable
 from beamcrawl.transforms.errors import UserError
 from beamcrawl.transforms.metrics import NAMESPACE
 
-__all__ = ['parse_now', 'format_time', 'split_beam_args', 'make_pipeline', 'run_pipeline',
-           'counters_of']
+__all__ = ['parse_now', 'format_time', 'split_beam_args', 'local_workers', 'make_pipeline',
+           'run_pipeline', 'counters_of']
 
 log = logging.getLogger('beamcrawl')
 
@@ -93,10 +99,29 @@ def split_beam_args(argv: Sequence[str], ours: argparse.ArgumentParser
     return mine, beam_args
 
 
-def make_pipeline(beam_args: Sequence[str], cfg) -> beam.Pipeline:
-    """A Pipeline on the requested runner, or the pinned local runner when none is given.
-    On a portable runner (Flink) the job server is shared by the whole process and the workers
-    are probed once before the first pipeline (transforms/portable.py)."""
+def _explicit(beam_args: Sequence[str], *names: str) -> bool:
+    return any(a.split('=', 1)[0] in names for a in beam_args)
+
+
+def local_workers(beam_args: Sequence[str], cfg, records: int) -> int:
+    """How many processes the local runner uses for a stage reading `records` input records:
+    1 (this process) below runner.local.parallel.records, else runner.local.workers (0: one
+    per core). Beam's --direct_num_workers, when given, decides instead."""
+    if _explicit(beam_args, '--runner'):
+        return 1
+    if _explicit(beam_args, '--direct_num_workers'):
+        options = po.PipelineOptions(list(beam_args)).view_as(po.DirectOptions)
+        return options.direct_num_workers or os.cpu_count() or 1
+    if records < cfg['runner.local.parallel.records']:
+        return 1
+    return cfg['runner.local.workers'] or os.cpu_count() or 1
+
+
+def make_pipeline(beam_args: Sequence[str], cfg, records: int = 0) -> beam.Pipeline:
+    """A Pipeline on the requested runner, or the local runner when none is given (in this
+    process, or with worker processes for a stage of `records` ≥ runner.local.parallel.records
+    input records). On a portable runner (Flink) the job server is shared by the whole process
+    and the workers are probed once before the first pipeline (transforms/portable.py)."""
     options = po.PipelineOptions(list(beam_args))
     mode = options.view_as(po.DirectOptions).direct_running_mode
     if mode == _LOSSY_DIRECT_MODE:
@@ -104,7 +129,19 @@ def make_pipeline(beam_args: Sequence[str], cfg) -> beam.Pipeline:
                         'records in GroupByKey; use in_memory (default) or multi_processing')
     if options.view_as(po.StandardOptions).runner is None:
         from apache_beam.runners.portability.fn_api_runner import FnApiRunner
-        return beam.Pipeline(runner=FnApiRunner(), options=options)
+        if _explicit(beam_args, '--direct_num_workers', '--direct_running_mode'):
+            return beam.Pipeline(runner=FnApiRunner(), options=options)
+        workers = local_workers(beam_args, cfg, records)
+        if workers <= 1:
+            return beam.Pipeline(runner=FnApiRunner(), options=options)
+        from apache_beam.transforms.environments import SubprocessSDKEnvironment
+        options.view_as(po.DirectOptions).direct_num_workers = workers
+        options.view_as(po.WorkerOptions).default_sdk_harness_log_level = 'WARNING'
+        command = f'{shlex.quote(sys.executable)} -m beamcrawl.transforms.localworker'
+        environment = SubprocessSDKEnvironment.from_command_string(command_string=command)
+        log.info('local runner: %d worker processes', workers)
+        return beam.Pipeline(runner=FnApiRunner(default_environment=environment),
+                             options=options)
     options = portable.prepare_options(options)
     portable.probe_workers(options, cfg['runner.probe.timeout'])
     return beam.Pipeline(options=options)

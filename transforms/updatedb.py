@@ -1,21 +1,37 @@
 """The CrawlDb update as Beam transforms: crawldb + crawl_fetch + crawl_parse → new crawldb.
 
 Every input record is tagged by kind (old, fetch, link, signature), optionally purged,
-normalized and filtered (Nutch's map phase), grouped by URL and merged by the pure
-`policy.updatedb.merge_url`.
+normalized and filtered (Nutch's map phase, `MapRules`), grouped by URL and merged by the pure
+`policy.updatedb.merge_url` (`merge_counted`). Two shapes of the same steps:
+
+* `UpdateCrawlDb`: a PTransform over PCollections of records (reusable, e.g. after a
+  transform that makes CrawlDatum records);
+* `UpdateMapper` / `UpdateReducer` for `bulk.MapReduce` over the part files: what the updatedb
+  command runs. A crawldb record that nothing in the segments touches is copied as its encoded
+  bytes, and each new part is sorted by URL (docs/performance.md).
 """
 
-import apache_beam as beam
+import collections
+import io
+from typing import Dict, Optional
 
-from beamcrawl.transforms import metrics
+import apache_beam as beam
+import fastavro
+
+from beamcrawl.transforms import avroblocks, metrics
+from beamcrawl.transforms.bulk import JoinReducer, Mapper, Unit
 from beamcrawl.transforms.dbio import Record
 from beamcrawl.transforms.policy.updatedb import UpdateRules, merge_url
 from beamcrawl.transforms.policy.urls import UrlPolicy
-from beamcrawl.transforms.records import DB_STATUSES, FETCH_STATUSES, pack_datum, unpack_datum
+from beamcrawl.transforms.records import (CRAWL_DATUM_SCHEMA, DB_STATUSES, FETCH_STATUSES,
+                                          complete_datum, pack_datum, unpack_datum)
 
-__all__ = ['UpdateCrawlDb', 'tag_segment_record']
+__all__ = ['UpdateCrawlDb', 'tag_segment_record', 'MapRules', 'merge_counted', 'UpdateMapper',
+           'UpdateReducer', 'OLD_INPUT', 'SEGMENT_INPUT']
 
 OLD, FETCH, LINK, SIGNATURE = 'o', 'f', 'l', 's'
+RAW = 'r'                       # bulk path: an old record as its encoded bytes, with its status
+OLD_INPUT, SEGMENT_INPUT = 'old', 'segment'       # the tags of bulk.Unit
 
 
 def tag_segment_record(record: dict):
@@ -30,12 +46,63 @@ def tag_segment_record(record: dict):
     return None
 
 
-class _MapFn(beam.DoFn):
-    """(kind, record) → (url, (kind, record)), after the purge / normalize / filter rules."""
+class MapRules:
+    """The map phase of one record: purge (db.update.purge.404), the address policy for new
+    links, and normalize / filter when asked."""
 
-    def __init__(self, *, policy, purge_gone, normalize, filter_urls):
+    def __init__(self, *, policy: UrlPolicy, purge_gone: bool, normalize: bool,
+                 filter_urls: bool):
         self.policy, self.purge_gone = policy, purge_gone
         self.normalize, self.filter_urls = normalize, filter_urls
+
+    @property
+    def keeps_urls(self) -> bool:
+        """No URL is rewritten (records may be copied unchanged)."""
+        return not self.normalize
+
+    def old_kept(self, record: dict, counts) -> Optional[dict]:
+        """`apply` for a crawldb record; records whose status is not a crawldb status are
+        dropped silently, as ever."""
+        if record['status'] not in DB_STATUSES:
+            return None
+        return self.apply(OLD, record, counts)
+
+    def apply(self, kind: str, record: dict, counts) -> Optional[dict]:
+        """The record to merge (its URL possibly normalized), or None when dropped (counted)."""
+        if self.purge_gone and record['status'] == 'db_gone':
+            counts.inc(metrics.UPDATEDB_PURGED_GONE)
+            return None
+        url = record['url']
+        if kind == LINK and self.policy.denied(url):     # never added, whatever the filters
+            counts.inc(metrics.UPDATEDB_DENIED)
+            return None
+        if self.normalize or self.filter_urls:
+            url, reason = self.policy.clean(url, normalize=self.normalize,
+                                            filter=self.filter_urls)
+            if url is None:
+                counts.inc(metrics.UPDATEDB_DROPPED + reason)
+                return None
+            if url != record['url']:
+                record = dict(record, url=url)
+        return record
+
+
+def merge_counted(buckets: Dict[str, list], now: int, rules: UpdateRules, counts
+                  ) -> Optional[dict]:
+    """merge_url over {kind: [records]}, counting the outcome and the new record's status."""
+    record, outcome = merge_url(buckets[OLD], buckets[FETCH], buckets[LINK], buckets[SIGNATURE],
+                                now, rules)
+    counts.inc(metrics.UPDATEDB_OUTCOME + outcome)
+    if record is not None:
+        counts.inc(metrics.UPDATEDB_STATUS + record['status'])
+    return record
+
+
+class _MapFn(beam.DoFn):
+    """(kind, record) → (url, (kind, record)), after the MapRules."""
+
+    def __init__(self, rules: MapRules):
+        self.rules = rules
 
     def start_bundle(self):
         self._counts = metrics.BundleCounts()
@@ -45,22 +112,9 @@ class _MapFn(beam.DoFn):
 
     def process(self, item):
         kind, record = item
-        if self.purge_gone and record['status'] == 'db_gone':
-            self._counts.inc(metrics.UPDATEDB_PURGED_GONE)
-            return
-        url = record['url']
-        if kind == LINK and self.policy.denied(url):     # never added, whatever the filters
-            self._counts.inc(metrics.UPDATEDB_DENIED)
-            return
-        if self.normalize or self.filter_urls:
-            url, reason = self.policy.clean(url, normalize=self.normalize,
-                                            filter=self.filter_urls)
-            if url is None:
-                self._counts.inc(metrics.UPDATEDB_DROPPED + reason)
-                return
-            if url != record['url']:
-                record = dict(record, url=url)
-        yield url, (kind, pack_datum(record))
+        record = self.rules.apply(kind, record, self._counts)
+        if record is not None:
+            yield record['url'], (kind, pack_datum(record))
 
 
 class _MergeFn(beam.DoFn):
@@ -78,12 +132,122 @@ class _MergeFn(beam.DoFn):
         buckets = {OLD: [], FETCH: [], LINK: [], SIGNATURE: []}
         for kind, packed in values:
             buckets[kind].append(unpack_datum(packed))
-        record, outcome = merge_url(buckets[OLD], buckets[FETCH], buckets[LINK],
-                                    buckets[SIGNATURE], self.now, self.rules)
-        self._counts.inc(metrics.UPDATEDB_OUTCOME + outcome)
+        record = merge_counted(buckets, self.now, self.rules, self._counts)
         if record is not None:
-            self._counts.inc(metrics.UPDATEDB_STATUS + record['status'])
             yield record
+
+
+class UpdateMapper(Mapper):
+    """bulk.Mapper of updatedb: units tagged OLD_INPUT (crawldb parts) and SEGMENT_INPUT
+    (crawl_fetch, crawl_parse parts) → (url, item). An old record that the rules keep as it is
+    travels as (RAW, its bytes, its status) when its file has the crawldb's own schema."""
+
+    def __init__(self, rules: MapRules):
+        self.rules = rules
+        self._statuses = {s: s for s in DB_STATUSES}    # one object per status: pickled once
+
+    def map(self, unit: Unit, counts):
+        rules = self.rules
+        raw_ok = unit.raw_ok and rules.keeps_urls
+        old = unit.tag == OLD_INPUT
+        for record, raw in avroblocks.read_records(unit.path, unit.blocks, with_raw=old):
+            if not unit.raw_ok:
+                record = complete_datum(record)
+            if old:
+                yield from self.old_item(record, raw, raw_ok, counts)
+                continue
+            tagged = tag_segment_record(record)
+            if tagged is None:
+                continue
+            kept = rules.apply(tagged[0], record, counts)
+            if kept is not None:
+                yield kept['url'], (tagged[0], kept)
+
+    def old_item(self, record, raw, raw_ok, counts):
+        kept = self.rules.old_kept(record, counts)
+        if kept is None:
+            return
+        if raw_ok and kept is record:
+            yield record['url'], (RAW, raw, self._statuses[record['status']])
+        else:
+            yield kept['url'], (OLD, kept)
+
+
+class UpdateReducer(JoinReducer):
+    """bulk.Reducer of updatedb: merges every URL of a partition and writes the part sorted by
+    URL; a URL with nothing but its unchanged old record is copied as its bytes. With
+    `old_parts`, a crawldb partitioned the same way is merged part by part (bulk.JoinReducer)."""
+
+    schema = CRAWL_DATUM_SCHEMA
+
+    def __init__(self, rules: UpdateRules, now: int, map_rules: MapRules,
+                 old_parts: Optional[Dict[int, str]] = None):
+        super().__init__(old_parts)
+        self.rules, self.now, self.map_rules = rules, now, map_rules
+
+    def complete(self, record):
+        return complete_datum(record)
+
+    def old_items(self, record, raw, counts):
+        return UpdateMapper(self.map_rules).old_item(record, raw, raw is not None, counts)
+
+    def _merge(self, url, olds, values, out, counts):
+        buckets = {OLD: olds, FETCH: [], LINK: [], SIGNATURE: []}
+        for kind, record in values:
+            buckets[kind].append(record)
+        record = merge_counted(buckets, self.now, self.rules, counts)
+        if record is not None:
+            out.write(record)
+
+    def write_joined(self, joined, out, counts):
+        statuses = collections.Counter()
+        keep = self.map_rules.old_kept
+        rules = self.map_rules
+        plain = not (rules.purge_gone or rules.filter_urls or rules.normalize)
+        for url, record, raw, values in joined:
+            if plain and values is None and raw is not None:       # the usual case, inlined
+                status = record['status']
+                if status in DB_STATUSES:
+                    statuses[status] += 1
+                    out.write_raw(raw)
+                continue
+            kept = keep(record, counts) if record is not None else None
+            if values is not None:
+                self._merge(url, [kept] if kept is not None else [], values, out, counts)
+            elif kept is not None:
+                statuses[kept['status']] += 1
+                if kept is record and raw is not None:
+                    out.write_raw(raw)
+                else:
+                    out.write(kept)
+        _count_unchanged(statuses, counts)
+
+    def write_grouped(self, groups, out, counts):
+        schema = fastavro.parse_schema(CRAWL_DATUM_SCHEMA)
+        decode = fastavro.schemaless_reader
+        statuses = collections.Counter()
+        for url in sorted(groups):
+            values = groups[url]
+            if len(values) == 1 and values[0][0] == RAW:
+                statuses[values[0][2]] += 1
+                out.write_raw(values[0][1])
+                continue
+            olds, news = [], []
+            for value in values:
+                if value[0] == RAW:
+                    olds.append(decode(io.BytesIO(value[1]), schema))
+                elif value[0] == OLD:
+                    olds.append(value[1])
+                else:
+                    news.append(value)
+            self._merge(url, olds, news, out, counts)
+        _count_unchanged(statuses, counts)
+
+
+def _count_unchanged(statuses, counts):
+    counts.inc(metrics.UPDATEDB_OUTCOME + 'unchanged', sum(statuses.values()))
+    for status, n in statuses.items():
+        counts.inc(metrics.UPDATEDB_STATUS + status, n)
 
 
 class UpdateCrawlDb(beam.PTransform):
@@ -114,8 +278,8 @@ class UpdateCrawlDb(beam.PTransform):
                 | 'KnownNews' >> beam.Filter(lambda item: item is not None))
         return ((old, news)
                 | 'All' >> beam.Flatten()
-                | 'MapPhase' >> beam.ParDo(_MapFn(policy=self.policy, purge_gone=self.purge_gone,
-                                                  normalize=self.normalize,
-                                                  filter_urls=self.filter_urls))
+                | 'MapPhase' >> beam.ParDo(_MapFn(MapRules(
+                    policy=self.policy, purge_gone=self.purge_gone, normalize=self.normalize,
+                    filter_urls=self.filter_urls)))
                 | 'GroupByUrl' >> beam.GroupByKey()
                 | 'Merge' >> beam.ParDo(_MergeFn(self.rules, self.now)))

@@ -36,6 +36,7 @@ class SeedLine:
 
 
 _SPACED_META = re.compile(r'\s+\S+=\S*')
+_SPACE = re.compile(r'\s')      # str.isspace() characters
 _TRUE = ('true', 'yes', '1')
 _FALSE = ('false', 'no', '0')
 
@@ -48,7 +49,7 @@ def parse_seed_line(line: str) -> Optional[SeedLine]:
     url = url.strip()
     if not url:
         raise SeedError('no URL before the first TAB')
-    if any(c.isspace() for c in url):
+    if _SPACE.search(url):
         if _SPACED_META.search(url):
             raise SeedError(f'metadata must be separated by TAB, not spaces: {url!r}')
     score = interval = None

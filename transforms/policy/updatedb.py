@@ -47,6 +47,8 @@ def pick_fetch(fetches: Sequence[dict]) -> Optional[dict]:
 def top_links(links: Sequence[dict], bound: int) -> List[dict]:
     """The `bound` highest-scoring linked records, highest first (ties: newest, then metadata
     order for determinism)."""
+    if len(links) <= 1:                     # the usual case: nothing to order
+        return list(links) if bound != 0 else []
     ordered = sorted(links, key=lambda r: (-r['score'], -r['fetch_time'],
                                            sorted(r['metadata'].items())))
     return ordered[:bound] if bound >= 0 else ordered
@@ -65,7 +67,10 @@ def merge_url(olds: Sequence[dict], fetches: Sequence[dict], links: Sequence[dic
               ) -> Tuple[Optional[dict], str]:
     """The new crawldb record of one URL and what happened ('added', 'updated', 'unchanged',
     'not_added', 'notfetching', 'dropped')."""
-    old = max(olds, key=lambda r: (r['fetch_time'], STATUS_CODES[r['status']])) if olds else None
+    if len(olds) == 1:
+        old = olds[0]
+    else:
+        old = max(olds, key=lambda r: (r['fetch_time'], STATUS_CODES[r['status']])) if olds else None
     links = top_links(links, rules.max_inlinks)
     link_scores = [link['score'] for link in links]
     if old is None and not rules.additions_allowed:

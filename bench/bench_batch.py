@@ -1,0 +1,133 @@
+"""Benchmark: the four batch stages on a 1M-URL workload, each best of N runs, one line per stage
+with wall time, CPU time and the peak RSS of the command's process tree.
+
+    python bench/bench_batch.py [--runs 3] [--stages inject,generate,updatedb,invertlinks]
+                                [--urls 1000000] [--markdown] [-- extra command arguments]
+
+The workloads (built once, copied afresh before every run):
+  inject       1M seed URLs over 10k hosts into an empty crawldb
+  generate     1M-URL crawldb over 10k hosts with Zipf-like sizes, half unfetched;
+               --top-n 100000 -D generate.max.count=50
+  updatedb     1M-URL crawldb as beamcrawl writes it (8 parts by URL hash, sorted) + one
+               segment of 100k fetch records, 100k signatures and 500k outlinks, half of
+               them to new URLs
+  updatedb-foreign  the same with the crawldb in 4 parts in URL order, no partitioning note
+               (a crawldb converted from elsewhere: its first update maps all of it)
+  invertlinks  100k parse_data records with 5 outlinks each, no linkdb yet (no normalize or
+               filter, as a crawl script runs it)
+--markdown also prints the rows for bench/README.md's history table.
+"""
+
+import argparse
+import datetime
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
+
+import bench_generate  # noqa: E402
+import bench_linkdb  # noqa: E402
+import bench_updatedb  # noqa: E402
+from measure import ROOT, beamcrawl, measure  # noqa: E402
+
+NOW = str(bench_updatedb.NOW)
+STAGES = ('inject', 'generate', 'updatedb', 'updatedb-foreign', 'invertlinks')
+
+
+def build_inject(work, urls):
+    with open(os.path.join(work, 'seeds.txt'), 'w') as f:
+        for i in range(urls):
+            f.write(f'http://www.h{i % 10000}.example.com/p/{i}.html\tscore={i % 7}\n')
+    return urls
+
+
+def build_generate(work, urls):
+    bench_generate.build(os.path.join(work, 'crawl'), urls, 10000)
+    return urls
+
+
+def build_updatedb(work, urls):
+    return bench_updatedb.build(os.path.join(work, 'crawl'), urls, urls // 10, urls // 2)
+
+
+def build_updatedb_foreign(work, urls):
+    return bench_updatedb.build(os.path.join(work, 'crawl'), urls, urls // 10, urls // 2,
+                                native=False)
+
+
+def build_invertlinks(work, urls):
+    pages = urls // 10
+    bench_linkdb.build(os.path.join(work, 'crawl'), pages, 5, 0, 8)
+    return pages * 5
+
+
+def command(stage, work, extra):
+    crawl = os.path.join(work, 'crawl')
+    return beamcrawl(*{
+        'inject': ['inject', crawl, os.path.join(work, 'seeds.txt')],
+        'generate': ['generate', crawl, '--top-n', '100000', '-D', 'generate.max.count=50',
+                     '--num-fetchers', '2', '--now', NOW],
+        'updatedb': ['updatedb', crawl, '--now', NOW],
+        'updatedb-foreign': ['updatedb', crawl, '--now', NOW],
+        'invertlinks': ['invertlinks', crawl],
+    }[stage], *extra)
+
+
+def main():
+    argv = sys.argv[1:]
+    extra = argv[argv.index('--') + 1:] if '--' in argv else []
+    argv = argv[:argv.index('--')] if '--' in argv else argv
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--runs', type=int, default=3)
+    parser.add_argument('--stages', default=','.join(STAGES))
+    parser.add_argument('--urls', type=int, default=1000000)
+    parser.add_argument('--markdown', action='store_true')
+    args = parser.parse_args(argv)
+    stages = [s for s in args.stages.split(',') if s]
+    unknown = set(stages) - set(STAGES)
+    if unknown:
+        parser.error(f'unknown stages {sorted(unknown)}; expected some of {STAGES}')
+    work = tempfile.mkdtemp(prefix='bench-batch-')
+    commit = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=ROOT,
+                            capture_output=True, text=True).stdout.strip() or '?'
+    print(f'{os.cpu_count()} cores, commit {commit}, best of {args.runs}'
+          + (f', extra arguments {" ".join(extra)}' if extra else ''))
+    rows = []
+    try:
+        for stage in stages:
+            pristine = os.path.join(work, stage, 'pristine')
+            os.makedirs(pristine)
+            start = time.time()
+            records = globals()[f'build_{stage.replace("-", "_")}'](pristine, args.urls)
+            print(f'  (built the {stage} workload in {time.time() - start:.0f} s)')
+            best = None
+            for _ in range(args.runs):
+                run = os.path.join(work, stage, 'run')
+                shutil.rmtree(run, ignore_errors=True)
+                shutil.copytree(pristine, run)
+                result = measure(stage, command(stage, run, extra), records)
+                if best is None or result.wall < best.wall:
+                    best = result
+                shutil.rmtree(run)
+            print(best.line(), flush=True)
+            summary = [l for l in best.stdout.splitlines() if l.strip()]
+            if summary:
+                print('    ' + summary[-1][:200])
+            rows.append(best)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if args.markdown:
+        today = datetime.date.today().isoformat()
+        for r in rows:
+            print(f'| {today} | {commit} | {r.label} | {r.wall:.1f} s | {r.cpu:.1f} s | '
+                  f'{r.peak / 2 ** 30:.2f} GB |')
+
+
+if __name__ == '__main__':
+    main()
