@@ -48,5 +48,5 @@ setup(
     extras_require={
         'test': ['pytest>=8', 'pytest-timeout>=2.3'],
     },
-    entry_points={'console_scripts': ['beamcrawl = beamcrawl.pipelines.cli:main']},
+    entry_points={'console_scripts': ['beamcrawl = beamcrawl.pipelines.cli:entry']},
 )

@@ -62,10 +62,12 @@ def main():
         start = time.time()
         proc = subprocess.run(cli + ['fetch', crawl, '--threads', str(args.threads)] + conf,
                               cwd=ROOT, capture_output=True, text=True)
-        wall = time.time() - start
+        end = time.time()
+        wall = end - start
         if proc.returncode != 0:
             print(proc.stderr[-3000:])
             sys.exit(1)
+        robots = [r for r in web.log if r.path == '/robots.txt']
         log = [r for r in web.log if r.path != '/robots.txt']
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     stage = max(r.end for r in log) - min(r.start for r in log)
@@ -81,6 +83,10 @@ def main():
     print(f'gap between fetches of a host: median {statistics.median(gaps) * 1000:.0f} ms, '
           f'min {min(gaps) * 1000:.0f} ms (delay {args.delay * 1000:.0f} ms)')
     print(f'pages/s during the stage {len(log) / stage:.0f}; peak RSS {peak:.0f} MB')
+    first = min(r.start for r in log)
+    print(f'whole command = {m / wall:.1%} of M; from the command start: first request '
+          f'{min(r.start for r in robots + log) - start:.2f} s, first page {first - start:.2f} s; '
+          f'from the last response to the command end {end - max(r.end for r in log):.2f} s')
     shutil.rmtree(work)
 
 

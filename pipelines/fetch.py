@@ -10,18 +10,8 @@ again fetches only what is left. With fetcher.parse, the segment is parsed right
 import logging
 import sys
 
-import apache_beam as beam
-
 from beamcrawl.pipelines.cli import run_command
-from beamcrawl.pipelines.parse import parse_segment
-from beamcrawl.transforms import interrupts, layout, metrics, settings
-from beamcrawl.transforms.dbio import ReadParts, count_records
 from beamcrawl.transforms.errors import Interrupted, UserError
-from beamcrawl.transforms.fetch import FetchSegment
-from beamcrawl.transforms.fetcher import journal
-from beamcrawl.transforms.layout import CRAWL_FETCH, CRAWL_GENERATE, FETCH_PARTS, CrawlLayout
-from beamcrawl.transforms.records import complete_datum
-from beamcrawl.transforms.runtime import make_pipeline, run_pipeline
 
 log = logging.getLogger('beamcrawl')
 
@@ -35,6 +25,15 @@ def add_arguments(parser):
 
 
 def run(args, cfg, now, beam_args):
+    import apache_beam as beam
+    from beamcrawl.pipelines.parse import parse_segment
+    from beamcrawl.transforms import interrupts, layout, metrics, settings
+    from beamcrawl.transforms.dbio import ReadParts, count_records
+    from beamcrawl.transforms.fetch import FetchSegment
+    from beamcrawl.transforms.fetcher import journal
+    from beamcrawl.transforms.layout import CRAWL_FETCH, CRAWL_GENERATE, CrawlLayout, FETCH_PARTS
+    from beamcrawl.transforms.records import complete_datum
+    from beamcrawl.transforms.runtime import make_pipeline, run_pipeline
     if not cfg['http.agent.name'].strip():
         raise UserError('http.agent.name is empty: name your crawler with '
                         '-D http.agent.name=NAME or in --conf before fetching')
@@ -86,6 +85,8 @@ def run(args, cfg, now, beam_args):
 def _queue_times(crawl, segment, before):
     """When each queue may be requested first: after its last request in the previous fetched
     segment of the crawl dir, and in the earlier runs of this fetch (the later of the two)."""
+    from beamcrawl.transforms.fetcher import journal
+    from beamcrawl.transforms.layout import CRAWL_FETCH
     times = {}
     for name in reversed(crawl.segment_names()):
         if name != segment and crawl.has_part(name, CRAWL_FETCH):

@@ -14,8 +14,6 @@ import shutil
 import sys
 
 from beamcrawl.pipelines.cli import run_command
-from beamcrawl.transforms.crawl_diff import crawl_differences
-from beamcrawl.transforms.localflink import LocalFlink, default_home
 
 DEMO_NOW = '2026-11-22T00:00:00Z'
 
@@ -26,6 +24,7 @@ def add_arguments(parser):
 
 
 def run(args, cfg, now, beam_args):
+    from beamcrawl.transforms.localflink import LocalFlink, default_home
     flink = LocalFlink(args.home or default_home())
     if args.action == 'start':
         flink.start()
@@ -43,6 +42,7 @@ def run(args, cfg, now, beam_args):
 
 
 def _demo(flink, args):
+    from beamcrawl.transforms.crawl_diff import crawl_differences
     when = args.now or DEMO_NOW
     base = os.path.join(flink.home, 'demo')
     shutil.rmtree(base, ignore_errors=True)

@@ -10,18 +10,8 @@ import logging
 import sys
 import typing
 
-import apache_beam as beam
-
 from beamcrawl.pipelines.cli import run_command
-from beamcrawl.transforms import bulk, settings
-from beamcrawl.transforms.dbio import ReadCrawlDb, WriteParts
 from beamcrawl.transforms.errors import UserError
-from beamcrawl.transforms.generate import (MarkGenerated, SelectForFetch, WriteFetchLists,
-                                           complete_fetch_lists)
-from beamcrawl.transforms.layout import CRAWL_GENERATE, CrawlLayout
-from beamcrawl.transforms.policy.generate import segment_names
-from beamcrawl.transforms.records import CRAWL_DATUM_SCHEMA
-from beamcrawl.transforms.runtime import make_pipeline, run_pipeline
 
 log = logging.getLogger('beamcrawl')
 
@@ -42,6 +32,15 @@ def add_arguments(parser):
 
 
 def run(args, cfg, now, beam_args):
+    import apache_beam as beam
+    from beamcrawl.transforms import bulk, settings
+    from beamcrawl.transforms.dbio import ReadCrawlDb, WriteParts
+    from beamcrawl.transforms.generate import (
+        MarkGenerated, SelectForFetch, WriteFetchLists, complete_fetch_lists)
+    from beamcrawl.transforms.layout import CRAWL_GENERATE, CrawlLayout
+    from beamcrawl.transforms.policy.generate import segment_names
+    from beamcrawl.transforms.records import CRAWL_DATUM_SCHEMA
+    from beamcrawl.transforms.runtime import make_pipeline, run_pipeline
     top_n = _positive(args.top_n) if args.top_n is not None else None
     num_parts, max_segments = _positive(args.num_fetchers), _positive(args.max_num_segments)
     crawl = CrawlLayout(args.crawl_dir)

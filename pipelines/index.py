@@ -14,18 +14,8 @@ import json
 import logging
 import sys
 
-import apache_beam as beam
-from apache_beam.io.filesystems import FileSystems
-
 from beamcrawl.pipelines.cli import run_command
-from beamcrawl.pipelines.dedup import mark_duplicates
-from beamcrawl.transforms import layout, metrics, settings
-from beamcrawl.transforms.dbio import ReadCrawlDb, ReadParts
 from beamcrawl.transforms.errors import UserError
-from beamcrawl.transforms.index import DELETE, DOC, BuildDocuments, JoinByUrl, WriteIndexShards
-from beamcrawl.transforms.layout import CRAWL_PARSE, PARSE_DATA, PARSE_TEXT, CrawlLayout
-from beamcrawl.transforms.runtime import make_pipeline, run_pipeline
-from beamcrawl.transforms.shards import update_shard
 
 log = logging.getLogger('beamcrawl')
 
@@ -40,6 +30,14 @@ def add_arguments(parser):
 
 
 def run(args, cfg, now, beam_args):
+    import apache_beam as beam
+    from apache_beam.io.filesystems import FileSystems
+    from beamcrawl.pipelines.dedup import mark_duplicates
+    from beamcrawl.transforms import layout, settings
+    from beamcrawl.transforms.index import WriteIndexShards
+    from beamcrawl.transforms.layout import CRAWL_PARSE, CrawlLayout
+    from beamcrawl.transforms.runtime import make_pipeline, run_pipeline
+    from beamcrawl.transforms.shards import update_shard
     crawl = CrawlLayout(args.crawl_dir)
     if crawl.crawldb.readable_dir() is None:
         raise UserError(f'{crawl.crawldb.current}: no crawldb (run inject first)')
@@ -101,12 +99,17 @@ def run(args, cfg, now, beam_args):
 
 
 def _note(written, path):
+    from apache_beam.io.filesystems import FileSystems
     with FileSystems.create(path) as f:
         f.write(json.dumps({str(shard): directory for shard, directory in written}).encode())
     return path
 
 
 def _entries(p, crawl, names, rules, shards):
+    import apache_beam as beam
+    from beamcrawl.transforms.dbio import ReadCrawlDb, ReadParts
+    from beamcrawl.transforms.index import BuildDocuments, JoinByUrl
+    from beamcrawl.transforms.layout import PARSE_DATA, PARSE_TEXT
     def parts(part):
         streams = [p | f'Read_{part}_{n}' >> ReadParts(crawl.part_files(n, part))
                    | f'Tag_{part}_{n}' >> beam.Map(lambda r, n=n: (n, r)) for n in names]
@@ -123,6 +126,10 @@ def _entries(p, crawl, names, rules, shards):
 
 
 def _jsonl(crawl, names, rules, shards, output, cfg, beam_args):
+    import apache_beam as beam
+    from apache_beam.io.filesystems import FileSystems
+    from beamcrawl.transforms.index import DELETE, DOC
+    from beamcrawl.transforms.runtime import make_pipeline, run_pipeline
     p = make_pipeline(beam_args, cfg)
     entries = _entries(p, crawl, names, rules, shards)
     _ = (entries
@@ -142,6 +149,7 @@ def _jsonl(crawl, names, rules, shards, output, cfg, beam_args):
 
 
 def _report(counters, what):
+    from beamcrawl.transforms import metrics
     deleted = sum(v for k, v in counters.items() if k.startswith(metrics.INDEX_DELETED))
     print(f'{what}: {counters.get(metrics.INDEX_DOCUMENTS, 0)} documents, {deleted} deletions, '
           f'{counters.get(metrics.INDEX_SKIPPED, 0)} pages without a usable parse')

@@ -7,12 +7,6 @@ beamcrawl inject CRAWL_DIR SEEDS [--overwrite | --update] [--no-filter] [--no-no
 import sys
 
 from beamcrawl.pipelines.cli import run_command
-from beamcrawl.transforms import bulk, layout, metrics, settings
-from beamcrawl.transforms.inject import (OLD_INPUT, SEED_INPUT, InjectMapper, InjectReducer,
-                                         SeedReader, seed_files)
-from beamcrawl.transforms.layout import CrawlLayout
-from beamcrawl.transforms.records import CRAWL_DATUM_SCHEMA
-from beamcrawl.transforms.runtime import local_workers, make_pipeline, run_pipeline
 
 # A seed line costs about as much as this many crawldb records (it is normalized and filtered),
 # and seed files hold about this many bytes per line: for sizing the work only.
@@ -35,6 +29,12 @@ def add_arguments(parser):
 
 
 def run(args, cfg, now, beam_args):
+    from beamcrawl.transforms import bulk, layout, metrics, settings
+    from beamcrawl.transforms.inject import (
+        InjectMapper, InjectReducer, OLD_INPUT, SEED_INPUT, SeedReader, seed_files)
+    from beamcrawl.transforms.layout import CrawlLayout
+    from beamcrawl.transforms.records import CRAWL_DATUM_SCHEMA
+    from beamcrawl.transforms.runtime import local_workers, make_pipeline, run_pipeline
     crawl = CrawlLayout(args.crawl_dir)
     paths = seed_files(args.seeds)
     policy = settings.url_policy(cfg)

@@ -9,11 +9,6 @@ import logging
 import sys
 
 from beamcrawl.pipelines.cli import run_command
-from beamcrawl.transforms import bulk, layout, settings
-from beamcrawl.transforms.layout import PARTITIONS_NOTE, CrawlLayout
-from beamcrawl.transforms.linkdb import OLD_INPUT, PARSE_INPUT, InlinksReducer, InvertMapper
-from beamcrawl.transforms.records import INLINKS_SCHEMA, PARSE_DATA_SCHEMA
-from beamcrawl.transforms.runtime import make_pipeline, run_pipeline
 
 log = logging.getLogger('beamcrawl')
 
@@ -31,6 +26,11 @@ def add_arguments(parser):
 
 
 def run(args, cfg, now, beam_args):
+    from beamcrawl.transforms import bulk, layout, settings
+    from beamcrawl.transforms.layout import CrawlLayout, PARTITIONS_NOTE
+    from beamcrawl.transforms.linkdb import InlinksReducer, InvertMapper, OLD_INPUT, PARSE_INPUT
+    from beamcrawl.transforms.records import INLINKS_SCHEMA, PARSE_DATA_SCHEMA
+    from beamcrawl.transforms.runtime import make_pipeline, run_pipeline
     rules = settings.link_rules(cfg)
     crawl = CrawlLayout(args.crawl_dir)
     names, _ = crawl.segments_to_apply(crawl.linkdb, args.segments, layout.CRAWL_PARSE)

@@ -8,18 +8,8 @@ import json
 import os
 import sys
 
-import apache_beam as beam
-from apache_beam.io.filesystems import FileSystems
-
 from beamcrawl.pipelines.cli import run_command
-from beamcrawl.transforms import layout, settings
-from beamcrawl.transforms.dbio import ReadCrawlDb, iter_records
 from beamcrawl.transforms.errors import UserError
-from beamcrawl.transforms.layout import CrawlLayout
-from beamcrawl.transforms.readdb import (CSV_HEADER, CrawlDbStats, DumpLines, FilterRecords,
-                                         TopScores, find_url, format_datum, format_stats)
-from beamcrawl.transforms.records import STATUS_CODES, complete_datum
-from beamcrawl.transforms.runtime import make_pipeline, run_pipeline
 
 
 def add_arguments(parser):
@@ -40,6 +30,13 @@ def add_arguments(parser):
 
 
 def run(args, cfg, now, beam_args):
+    import apache_beam as beam
+    from apache_beam.io.filesystems import FileSystems
+    from beamcrawl.transforms.dbio import ReadCrawlDb
+    from beamcrawl.transforms.layout import CrawlLayout
+    from beamcrawl.transforms.readdb import CSV_HEADER, DumpLines, FilterRecords, TopScores
+    from beamcrawl.transforms.records import STATUS_CODES
+    from beamcrawl.transforms.runtime import make_pipeline, run_pipeline
     crawl = CrawlLayout(args.crawl_dir)
     if crawl.crawldb.readable_dir() is None:
         raise UserError(f'{crawl.crawldb.current}: no crawldb (run inject first)')
@@ -77,6 +74,11 @@ def run(args, cfg, now, beam_args):
 
 
 def _stats(crawl, cfg, p, records, as_json):
+    import apache_beam as beam
+    from apache_beam.io.filesystems import FileSystems
+    from beamcrawl.transforms import layout
+    from beamcrawl.transforms.readdb import CrawlDbStats, format_stats
+    from beamcrawl.transforms.runtime import run_pipeline
     scratch = crawl.scratch_dir('readdb-stats')
     _ = (records
          | 'Stats' >> CrawlDbStats(cfg['db.stats.score.quantiles'])
@@ -96,6 +98,10 @@ def _stats(crawl, cfg, p, records, as_json):
 
 
 def _print_url(crawl, cfg, url):
+    from beamcrawl.transforms import settings
+    from beamcrawl.transforms.dbio import iter_records
+    from beamcrawl.transforms.readdb import find_url, format_datum
+    from beamcrawl.transforms.records import complete_datum
     record = find_url(iter_records(crawl.crawldb.part_files()), url, settings.url_policy(cfg))
     if record is None:
         print(f'URL: {url}\nnot found')

@@ -6,16 +6,8 @@ beamcrawl readlinkdb CRAWL_DIR (--url URL | --dump OUT [--format jsonl|text]) [b
 import json
 import sys
 
-import apache_beam as beam
-from apache_beam.io.filesystems import FileSystems
-
 from beamcrawl.pipelines.cli import run_command
-from beamcrawl.transforms.dbio import ReadParts, iter_records
 from beamcrawl.transforms.errors import UserError
-from beamcrawl.transforms.layout import CrawlLayout
-from beamcrawl.transforms import settings
-from beamcrawl.transforms.readdb import find_url
-from beamcrawl.transforms.runtime import make_pipeline, run_pipeline
 
 
 def add_arguments(parser):
@@ -34,6 +26,13 @@ def text_lines(record) -> str:
 
 
 def run(args, cfg, now, beam_args):
+    import apache_beam as beam
+    from apache_beam.io.filesystems import FileSystems
+    from beamcrawl.transforms import settings
+    from beamcrawl.transforms.dbio import ReadParts, iter_records
+    from beamcrawl.transforms.layout import CrawlLayout
+    from beamcrawl.transforms.readdb import find_url
+    from beamcrawl.transforms.runtime import make_pipeline, run_pipeline
     crawl = CrawlLayout(args.crawl_dir)
     if crawl.linkdb.readable_dir() is None:
         raise UserError(f'{crawl.linkdb.current}: no linkdb (run invertlinks first)')

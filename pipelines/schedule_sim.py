@@ -13,14 +13,9 @@ import itertools
 import json
 import sys
 
-import numpy as np
-
 from beamcrawl.pipelines.cli import run_command
-from beamcrawl.transforms import settings
 from beamcrawl.transforms.errors import UserError
-from beamcrawl.transforms.policy import freshness
 from beamcrawl.transforms.policy.freshness import CHANGE_MODELS, REFERENCE_POLICIES
-from beamcrawl.transforms.policy.schedule_sim import DAY_S, simulate
 
 
 def add_arguments(parser):
@@ -53,6 +48,8 @@ def add_arguments(parser):
 
 
 def run(args, cfg, now, beam_args):
+    from beamcrawl.transforms import settings
+    from beamcrawl.transforms.policy.schedule_sim import DAY_S, simulate
     if args.population is not None:
         return _lab(args, cfg)
     schedule = settings.schedule(cfg, args.schedule,
@@ -79,6 +76,7 @@ def _pyplot():
 
 
 def _plot(result, args):
+    from beamcrawl.transforms.policy.schedule_sim import DAY_S
     plt = _pyplot()
     fig, (top, bottom) = plt.subplots(2, 1, sharex=True, figsize=(10, 6))
     top.step(result.days, [i / DAY_S for i in result.intervals], where='post')
@@ -96,6 +94,7 @@ def _plot(result, args):
 
 
 def _lab(args, cfg):
+    from beamcrawl.transforms.policy import freshness
     if args.population < 1 or args.days <= 0 or args.round_hours <= 0 or \
             (args.budget is not None and args.budget <= 0):
         raise UserError('--population, --days, --round-hours and --budget must be positive')
@@ -134,6 +133,8 @@ def _lab(args, cfg):
 
 
 def _crawler(name, cfg, population, args, budget, overrides=None):
+    from beamcrawl.transforms import settings
+    from beamcrawl.transforms.policy import freshness
     run_cfg = cfg.with_overrides(**{'db.fetch.schedule.class': name, **(overrides or {})})
     return freshness.simulate_schedule(name, settings.update_rules(run_cfg), population,
                                        days=args.days, budget=budget,
@@ -144,6 +145,7 @@ _SWEEPABLE = ('inc_rate', 'dec_rate', 'min_interval', 'max_interval', 'sync_delt
 
 
 def _sweep(args, cfg, population, budget):
+    from beamcrawl.transforms.policy import freshness
     try:
         grid = freshness.parse_sweep(args.sweep)
     except ValueError as e:
@@ -177,6 +179,7 @@ def _table(results, labels=None):
 
 
 def _lab_plot(results, args):
+    import numpy as np
     plt = _pyplot()
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 7))
     for r in results:

@@ -11,7 +11,6 @@ import sys
 
 from beamcrawl.pipelines.cli import run_command
 from beamcrawl.transforms.errors import UserError
-from beamcrawl.transforms.layout import CrawlLayout
 
 
 def add_arguments(parser):
@@ -22,6 +21,7 @@ def add_arguments(parser):
 
 
 def run(args, cfg, now, beam_args):
+    from beamcrawl.transforms.layout import CrawlLayout
     from beamcrawl.transforms.shards import search   # Tantivy only for this command
     crawl = CrawlLayout(args.crawl_dir)
     shards = crawl.index_shards()

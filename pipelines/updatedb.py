@@ -9,12 +9,6 @@ import logging
 import sys
 
 from beamcrawl.pipelines.cli import run_command
-from beamcrawl.transforms import bulk, layout, settings
-from beamcrawl.transforms.layout import CrawlLayout
-from beamcrawl.transforms.records import CRAWL_DATUM_SCHEMA
-from beamcrawl.transforms.runtime import local_workers, make_pipeline, run_pipeline
-from beamcrawl.transforms.updatedb import (OLD_INPUT, SEGMENT_INPUT, MapRules, UpdateMapper,
-                                           UpdateReducer)
 
 log = logging.getLogger('beamcrawl')
 
@@ -30,6 +24,12 @@ def add_arguments(parser):
 
 
 def run(args, cfg, now, beam_args):
+    from beamcrawl.transforms import bulk, layout, settings
+    from beamcrawl.transforms.layout import CrawlLayout
+    from beamcrawl.transforms.records import CRAWL_DATUM_SCHEMA
+    from beamcrawl.transforms.runtime import local_workers, make_pipeline, run_pipeline
+    from beamcrawl.transforms.updatedb import (
+        MapRules, OLD_INPUT, SEGMENT_INPUT, UpdateMapper, UpdateReducer)
     crawl = CrawlLayout(args.crawl_dir)
     rules = settings.update_rules(cfg, no_additions=args.no_additions)
     names, again = crawl.segments_to_apply(crawl.crawldb, args.segments, layout.CRAWL_FETCH)

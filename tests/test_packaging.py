@@ -34,7 +34,7 @@ def test_wheel_installs_only_the_beamcrawl_name(tmp_path):
                 if name.endswith(('.py', '.yaml', '.txt', '.xml')):
                     relative = os.path.relpath(os.path.join(directory, name), ROOT)
                     assert f'beamcrawl/{relative}' in names
-    assert 'beamcrawl = beamcrawl.pipelines.cli:main' in entry_points
+    assert 'beamcrawl = beamcrawl.pipelines.cli:entry' in entry_points
 
 
 def test_every_command_module_runs_with_python_m():

@@ -69,6 +69,11 @@ def _job_server_jar(given) -> str:
                     'start (or `beamcrawl flink start`), or pass --flink_job_server_jar JAR')
 
 
+def cleanups_pending() -> bool:
+    """Whether this process started job servers that its exit handlers stop."""
+    return bool(_job_servers)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(('127.0.0.1', 0))
