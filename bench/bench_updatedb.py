@@ -17,6 +17,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from beamcrawl.transforms.avroblocks import PartWriter  # noqa: E402
 from beamcrawl.transforms.dbio import write_avro_file  # noqa: E402
 from beamcrawl.transforms.policy.partition import partition  # noqa: E402
 from beamcrawl.transforms.records import CRAWL_DATUM_SCHEMA, crawl_datum  # noqa: E402
@@ -59,9 +60,9 @@ def main():
 
 def build(crawl, urls, fetched, links, native=True):
     """The crawldb and one segment; returns the number of input records. The crawldb is in the
-    layout inject and updatedb write (native: 8 parts by URL hash, each sorted by URL, with
-    its _partitions note), or else in 4 parts in index order with no note, as a crawldb
-    converted from elsewhere would be (the first updatedb then maps it whole)."""
+    layout inject and updatedb write (native: 8 parts by URL hash, each sorted by URL with its
+    keys file, and the _partitions note), or else in 4 parts in index order with no note, as a
+    crawldb converted from elsewhere would be (the first updatedb then maps it whole)."""
     rnd = random.Random(3)
     db = os.path.join(crawl, 'crawldb', 'current')
     records = [crawl_datum(url(i), 'db_fetched' if i % 3 else 'db_unfetched',
@@ -71,9 +72,13 @@ def build(crawl, urls, fetched, links, native=True):
         parts = [[] for _ in range(8)]
         for record in records:
             parts[partition(record['url'], 8)].append(record)
+        os.makedirs(db)
         for index, part in enumerate(parts):
             part.sort(key=lambda r: r['url'])
-            write_avro_file(os.path.join(db, f'part-{index:05d}.avro'), CRAWL_DATUM_SCHEMA, part)
+            with PartWriter(os.path.join(db, f'part-{index:05d}.avro'), CRAWL_DATUM_SCHEMA,
+                            keys=True) as out:
+                for record in part:
+                    out.write(record)
         with open(os.path.join(db, '_partitions'), 'w') as f:
             f.write('8')
     else:

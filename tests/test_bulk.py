@@ -189,16 +189,16 @@ def test_choose_partitions_keeps_a_database_in_its_partitioning(tmp_path):
      [('a', None, 'A'), ('b', 'b', 'B'), ('c', None, 'C'), ('d', 'd', None), ('e', None, 'E')]),
 ])
 def test_join_sorted(old, new, expected):
-    joined = bulk.join_sorted(([{'url': u}, b'raw'] for u in old),
+    joined = bulk.join_sorted(((u, 's', b'raw', None) for u in old),
                               {u: u.upper() for u in new})
-    assert [(u, r['url'] if r else None, v) for u, r, _, v in joined] == expected
+    assert [(u, u if raw else None, v) for u, _, raw, _, v in joined] == expected
 
 
 def test_join_sorted_refuses_an_old_part_out_of_order():
     with pytest.raises(bulk.Unsorted):
-        list(bulk.join_sorted(([{'url': u}, b''] for u in ['a', 'c', 'b']), {'b': 1}))
+        list(bulk.join_sorted(((u, '', b'', None) for u in ['a', 'c', 'b']), {'b': 1}))
     with pytest.raises(bulk.Unsorted):
-        list(bulk.join_sorted(([{'url': u}, b''] for u in ['a', 'a']), {}))
+        list(bulk.join_sorted(((u, '', b'', None) for u in ['a', 'a']), {}))
 
 
 class _CopyMapper(bulk.Mapper):
@@ -433,3 +433,48 @@ def test_invertlinks_gives_one_result_whatever_the_layout_and_the_workers(tmp_pa
                 urls = [r['url'] for r in iter_records([path])]
                 assert urls == sorted(urls) and all(partition(u, 4) == i for u in urls)
     assert len(results[0]) > 150 and all(r == results[0] for r in results)
+
+
+def test_keys_files_let_unchanged_records_be_copied_undecoded(tmp_path):
+    records = sorted(_datums(2000), key=lambda r: r['url'])
+    part = str(tmp_path / 'part-00000.avro')
+    with avroblocks.PartWriter(part, CRAWL_DATUM_SCHEMA, keys=True) as out:
+        for r in records:
+            out.write(r)
+    assert os.path.exists(avroblocks.keys_path(part))
+    keyed = list(avroblocks.read_keyed(part))
+    decoded = list(avroblocks.read_records(part))
+    assert [(u, s) for u, s, _ in keyed] == [(r['url'], r['status']) for r, _ in decoded]
+    assert [raw for _, _, raw in keyed] == [raw for _, raw in decoded]
+    write_avro_file(part, CRAWL_DATUM_SCHEMA, records)    # rewritten by another writer
+    assert avroblocks.read_keyed(part) is None            # the stale keys file is not used
+    with open(avroblocks.keys_path(part), 'wb') as f:
+        f.write(b'BCKEYS1\n{not json')
+    assert avroblocks.read_keyed(part) is None
+
+
+def test_a_second_updatedb_gives_the_same_with_or_without_keys_files(tmp_path):
+    crawls = [str(tmp_path / 'keys'), str(tmp_path / 'nokeys')]
+    for crawl in crawls:
+        _update_workload(crawl, native=False)
+        _updatedb(crawl, *IN_PROCESS)                      # writes parts with keys files
+    assert glob.glob(os.path.join(crawls[0], 'crawldb', 'current', 'part-*.keys'))
+    for path in glob.glob(os.path.join(crawls[1], 'crawldb', 'current', 'part-*.keys')):
+        os.remove(path)
+    for crawl in crawls:
+        urls = sorted(read_db(crawl))
+        segment = os.path.join(crawl, 'segments', '20261123000000')
+        write_avro_file(os.path.join(segment, 'crawl_fetch', 'part-00000.avro'),
+                        CRAWL_DATUM_SCHEMA,
+                        [crawl_datum(u, 'fetch_success', fetch_time=NOW + DAY,
+                                     fetch_interval=86400, score=1.0, protocol_status='success')
+                         for u in urls[::7]])
+        write_avro_file(os.path.join(segment, 'crawl_parse', 'part-00000.avro'),
+                        CRAWL_DATUM_SCHEMA,
+                        [crawl_datum(f'http://more.test/{k}', 'linked', fetch_time=NOW + DAY,
+                                     fetch_interval=86400, score=0.5) for k in range(30)])
+        proc = run_cli('updatedb', crawl, '--now', str(NOW + DAY), '-D', 'crawldb.partitions=3',
+                       *(PARALLEL if crawl == crawls[0] else IN_PROCESS))
+        _assert_native(crawl)
+    assert read_db(crawls[0]) == read_db(crawls[1])
+    assert '30 added' in proc.stdout

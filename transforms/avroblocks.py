@@ -16,13 +16,14 @@ is read whole through fastavro's reader, with no raw bytes (`raw` is None then).
 Errors: every malformed input is an InputError naming the file.
 """
 
+import array
 import hashlib
 import io
 import json
 import os
 import stat
 import zlib
-from typing import Iterator, List, NamedTuple, Optional, Tuple
+from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 import fastavro
 from apache_beam.io.filesystem import CompressionTypes
@@ -32,7 +33,7 @@ from beamcrawl.transforms import layout
 from beamcrawl.transforms.errors import InputError
 
 __all__ = ['Header', 'Block', 'check_regular', 'read_header', 'scan_blocks', 'read_records',
-           'PartWriter']
+           'PartWriter', 'read_keyed', 'keys_path']
 
 MAGIC = b'Obj\x01'
 _NATIVE_CODECS = ('null', 'deflate')
@@ -223,12 +224,18 @@ def read_records(path: str, offsets: Optional[List[int]] = None,
 
 class PartWriter:
     """Writes an Avro file (deflate) of `schema`: `write(record)` encodes a dict,
-    `write_raw(raw)` appends a record already encoded in the same schema. The file appears
-    under `path` only once complete (written as a hidden temporary file, then renamed).
-    Use as a context manager; an exception discards the temporary file."""
+    `write_raw(raw, url, status)` appends a record already encoded in the same schema. The file
+    appears under `path` only once complete (written as a hidden temporary file, then renamed).
+    Use as a context manager; an exception discards the temporary file.
 
-    def __init__(self, path: str, schema: dict, level: int = 1):
+    With `keys`, the part gets its keys file (`read_keyed`): every record's URL, status and
+    encoded length, so that the next update can copy the records it does not change without
+    decoding them. Deflate level 1: about 3× faster than the default 6 on crawldb records, for
+    parts about a third larger."""
+
+    def __init__(self, path: str, schema: dict, level: int = 1, keys: bool = False):
         self.path = path
+        self._keys = _KeysBuilder() if keys else None
         self.plain_schema = schema
         self.schema = fastavro.parse_schema(schema)
         self.level = level
@@ -256,19 +263,27 @@ class PartWriter:
             out += _long(len(key)) + key.encode('utf-8') + _long(len(value)) + value
         out += _long(0) + self._sync
         self._file.write(out)
+        self._size = len(out)
         return self
 
     def write(self, record: dict) -> None:
-        fastavro.schemaless_writer(self._buf, self.schema, record)
-        self._added()
-
-    def write_raw(self, raw: bytes) -> None:
-        self._buf.write(raw)
+        buf = self._buf
+        start = buf.tell()
+        fastavro.schemaless_writer(buf, self.schema, record)
+        if self._keys is not None:
+            self._keys.add(record['url'], record.get('status') or '', buf.tell() - start)
         self._count += 1
-        if self._buf.tell() >= _BLOCK_BYTES:
+        if buf.tell() >= _BLOCK_BYTES:
             self._flush()
 
-    def _added(self):
+    def write_raw(self, raw: bytes, url: Optional[str] = None,
+                  status: Optional[str] = None) -> None:
+        self._buf.write(raw)
+        if self._keys is not None:
+            if url is None:
+                self._keys = None              # keys unknown: this part gets no keys file
+            else:
+                self._keys.add(url, status or '', len(raw))
         self._count += 1
         if self._buf.tell() >= _BLOCK_BYTES:
             self._flush()
@@ -278,7 +293,11 @@ class PartWriter:
             return
         packer = zlib.compressobj(self.level, zlib.DEFLATED, -15)
         data = packer.compress(self._buf.getbuffer()) + packer.flush()
-        self._file.write(_long(self._count) + _long(len(data)) + data + self._sync)
+        block = _long(self._count) + _long(len(data)) + data + self._sync
+        self._file.write(block)
+        self._size += len(block)
+        if self._keys is not None:
+            self._keys.blocks.append(self._count)
         self.records += self._count
         self._buf = io.BytesIO()
         self._count = 0
@@ -287,10 +306,15 @@ class PartWriter:
         try:
             if kind is None:
                 self._flush()
+                size = self._size
                 self._file.close()
-                if FileSystems.exists(self.path):
-                    FileSystems.delete([self.path])
+                keys = keys_path(self.path)
+                for old in (self.path, keys):
+                    if FileSystems.exists(old):
+                        FileSystems.delete([old])
                 FileSystems.rename([self._tmp], [self.path])
+                if self._keys is not None:
+                    self._keys.write(keys, size, self._sync)
                 return False
         except OSError as e:
             value = e
@@ -306,3 +330,134 @@ class PartWriter:
             raise OSError(value.errno, value.strerror, self.path) from value
         return False
 
+
+
+# -- keys files ----------------------------------------------------------------------------------
+# `part-NNNNN.keys` beside `part-NNNNN.avro` (written by PartWriter with keys=True): the URL,
+# status and encoded length of every record of the part, in order. It only saves decoding: a
+# keys file whose part was rewritten by something else (another size or sync marker) or that
+# cannot be read is ignored, and a part without one is decoded.
+#
+#   b'BCKEYS1\n', one JSON line {part_size, sync, records, blocks, statuses, url_bytes}, then
+#   zlib(url lengths in characters (uint32 each), record lengths (uint32), status indexes
+#   (one byte each), the URLs in UTF-8)
+
+_KEYS_MAGIC = b'BCKEYS1\n'
+
+
+def keys_path(part: str) -> str:
+    return (part[:-len('.avro')] if part.endswith('.avro') else part) + '.keys'
+
+
+class _KeysBuilder:
+    def __init__(self):
+        self.urls: List[str] = []
+        self.lengths = array.array('I')
+        self.status_index: Dict[str, int] = {}
+        self.statuses = bytearray()
+        self.blocks: List[int] = []
+
+    def add(self, url: str, status: str, length: int) -> None:
+        self.urls.append(url)
+        self.lengths.append(length)
+        index = self.status_index.get(status)
+        if index is None:
+            index = self.status_index[status] = len(self.status_index)
+            if index > 255:
+                raise ValueError('more than 256 statuses')
+        self.statuses.append(index)
+
+    def write(self, path: str, part_size: int, sync: bytes) -> None:
+        blob = ''.join(self.urls).encode('utf-8')
+        url_lengths = array.array('I', map(len, self.urls))
+        head = {'part_size': part_size, 'sync': sync.hex(), 'records': len(self.urls),
+                'blocks': self.blocks, 'url_bytes': len(blob),
+                'statuses': sorted(self.status_index, key=self.status_index.get)}
+        body = zlib.compress(url_lengths.tobytes() + self.lengths.tobytes()
+                             + bytes(self.statuses) + blob, 1)
+        tmp = path + '.inprogress'
+        try:
+            with FileSystems.create(tmp, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+                f.write(_KEYS_MAGIC + json.dumps(head).encode('utf-8') + b'\n' + body)
+            FileSystems.rename([tmp], [path])
+        except OSError:               # the part is complete without it
+            try:
+                FileSystems.delete([tmp])
+            except Exception:  # pylint: disable=broad-except
+                pass
+
+
+def _load_keys(part: str, size: int, sync: bytes):
+    path = keys_path(part)
+    try:
+        if not FileSystems.exists(path):
+            return None
+        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+            data = f.read()
+        if not data.startswith(_KEYS_MAGIC):
+            return None
+        line_end = data.index(b'\n', len(_KEYS_MAGIC))
+        head = json.loads(data[len(_KEYS_MAGIC):line_end])
+        if head['part_size'] != size or head['sync'] != sync.hex():
+            return None
+        n = head['records']
+        body = zlib.decompress(data[line_end + 1:])
+        url_lengths = array.array('I', body[:4 * n])
+        lengths = array.array('I', body[4 * n:8 * n])
+        status_idx = body[8 * n:9 * n]
+        text = body[9 * n:].decode('utf-8')
+        if len(url_lengths) != n or len(lengths) != n or len(status_idx) != n or \
+                len(body) - 9 * n != head['url_bytes'] or sum(head['blocks']) != n:
+            return None
+        urls, pos = [], 0
+        for length in url_lengths:
+            urls.append(text[pos:pos + length])
+            pos += length
+        statuses = [head['statuses'][i] for i in status_idx]
+        return urls, statuses, lengths, head['blocks']
+    except (OSError, ValueError, KeyError, TypeError, IndexError, zlib.error):
+        return None
+
+
+def read_keyed(path: str) -> Optional[Iterator[Tuple[str, str, bytes]]]:
+    """(url, status, encoded record) of every record of a part, without decoding any, when
+    its keys file is there and matches it; else None (decode the part instead)."""
+    check_regular(path)
+    try:
+        with _open(path) as f:
+            header = _header_of(f)
+            f.seek(0, io.SEEK_END)
+            size = f.tell()
+    except (OSError, ValueError, EOFError, KeyError, TypeError) as e:
+        raise _error(path, e) from None
+    if header.codec not in _NATIVE_CODECS:
+        return None
+    keys = _load_keys(path, size, header.sync)
+    if keys is None:
+        return None
+    return _keyed_records(path, header, *keys)
+
+
+def _keyed_records(path, header, urls, statuses, lengths, blocks):
+    try:
+        with _open(path) as f:
+            f.seek(header.data_start)
+            i = 0
+            for expected in blocks:
+                count = _read_long(f)
+                length = _read_long(f)
+                data = f.read(length)
+                if count != expected or len(data) != length or f.read(16) != header.sync:
+                    raise ValueError('the part does not match its keys file')
+                if header.codec == 'deflate':
+                    data = zlib.decompress(data, -15)
+                pos = 0
+                for j in range(i, i + count):
+                    end = pos + lengths[j]
+                    yield urls[j], statuses[j], data[pos:end]
+                    pos = end
+                if pos != len(data):
+                    raise ValueError('the part does not match its keys file')
+                i += count
+    except (OSError, ValueError, EOFError, zlib.error) as e:
+        raise _error(path, e) from None

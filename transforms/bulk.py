@@ -20,6 +20,7 @@ Mappers and reducers are plain objects (pickled to the workers), written per sta
 """
 
 import gc
+import io
 import math
 import pickle
 import typing
@@ -173,38 +174,44 @@ class Unsorted(Exception):
     """An old part that is not sorted by key after all."""
 
 
-def join_sorted(old_records: Iterable[Tuple[dict, Optional[bytes]]], groups: Dict[str, list]
-                ) -> Iterator[Tuple[str, Optional[dict], Optional[bytes], Optional[list]]]:
-    """Merge join of an old part sorted by URL with a partition's groups: (url, old record or
-    None, its bytes or None, the group's items or None) in URL order. Raises Unsorted when the
-    old part is out of order."""
+Entry = Tuple[str, Optional[str], Optional[bytes], Optional[dict]]   # url, status, raw, record
+
+
+def join_sorted(old: Iterable[Entry], groups: Dict[str, list]
+                ) -> Iterator[Tuple[str, Optional[str], Optional[bytes], Optional[dict],
+                                    Optional[list]]]:
+    """Merge join of an old part sorted by URL — entries (url, status, encoded record or None,
+    decoded record or None) — with a partition's groups: (url, status, raw, record, the
+    group's items) in URL order; an old entry with no group has items None, a group with no
+    old entry has url alone. Raises Unsorted when the old part is out of order."""
     keys = sorted(groups)
     n, i = len(keys), 0
     last = None
-    for record, raw in old_records:
-        url = record['url']
+    for url, status, raw, record in old:
         if last is not None and url <= last:
             raise Unsorted(url)
         last = url
         while i < n and keys[i] < url:
-            yield keys[i], None, None, groups[keys[i]]
+            yield keys[i], None, None, None, groups[keys[i]]
             i += 1
         if i < n and keys[i] == url:
-            yield url, record, raw, groups[url]
+            yield url, status, raw, record, groups[url]
             i += 1
         else:
-            yield url, record, raw, None
+            yield url, status, raw, record, None
     while i < n:
-        yield keys[i], None, None, groups[keys[i]]
+        yield keys[i], None, None, None, groups[keys[i]]
         i += 1
 
 
 class JoinReducer(Reducer):
     """A Reducer that merges a partition's groups with the same partition of the old database
     when that one is partitioned the same way (`old_parts`): the old part is streamed in one
-    pass beside the sorted groups (`write_joined`), never mapped. Without an old part, or when
-    it turns out not to be sorted, the old records go into the groups (`old_items`) and the
-    partition is written from them (`write_grouped`). Parts are written sorted by URL."""
+    pass beside the sorted groups (`write_joined`), never mapped; with its keys file
+    (avroblocks.read_keyed), the old records that nothing changes are not even decoded.
+    Without an old part, or when it turns out not to be sorted, the old records go into the
+    groups (`old_items`) and the partition is written from them (`write_grouped`). Parts are
+    written sorted by URL, with their keys files."""
 
     schema: dict = None
 
@@ -215,16 +222,37 @@ class JoinReducer(Reducer):
         """A record of an old file with another schema, with every field of ours."""
         return record
 
+    def decode(self, raw: bytes) -> dict:
+        """An old record from its encoded bytes (the database's own schema)."""
+        return avroblocks.fastavro.schemaless_reader(io.BytesIO(raw), self._parsed())
+
+    def _parsed(self):
+        parsed = self.__dict__.get('_parsed_schema')
+        if parsed is None:
+            parsed = self._parsed_schema = avroblocks.fastavro.parse_schema(self.schema)
+        return parsed
+
     def old_items(self, record: dict, raw: Optional[bytes], counts
                   ) -> Iterable[Tuple[str, object]]:
         raise NotImplementedError
 
     def write_joined(self, joined, out: avroblocks.PartWriter, counts) -> None:
+        """Writes the partition from join_sorted's tuples; `record` may be None where `raw` is
+        there (decode it when it is needed)."""
         raise NotImplementedError
 
     def write_grouped(self, groups: Dict[str, list], out: avroblocks.PartWriter,
                       counts) -> None:
         raise NotImplementedError
+
+    def _old_entries(self, path: str, raw_ok: bool) -> Iterator[Entry]:
+        keyed = avroblocks.read_keyed(path) if raw_ok else None
+        if keyed is not None:
+            for url, status, raw in keyed:
+                yield url, status, raw, None
+            return
+        for record in self._old_records(path, raw_ok):
+            yield record[0]['url'], record[0].get('status'), record[1], record[0]
 
     def _old_records(self, path: str, raw_ok: bool):
         for record, raw in avroblocks.read_records(path, with_raw=raw_ok):
@@ -233,11 +261,10 @@ class JoinReducer(Reducer):
     def reduce(self, index, groups, path, counts):
         old_path = self.old_parts.get(index)
         if old_path is not None:
-            raw_ok = avroblocks.read_header(old_path).schema == avroblocks.fastavro.parse_schema(
-                self.schema)
+            raw_ok = avroblocks.read_header(old_path).schema == self._parsed()
             try:
-                with avroblocks.PartWriter(path, self.schema) as out:
-                    self.write_joined(join_sorted(self._old_records(old_path, raw_ok), groups),
+                with avroblocks.PartWriter(path, self.schema, keys=True) as out:
+                    self.write_joined(join_sorted(self._old_entries(old_path, raw_ok), groups),
                                       out, counts)
                 return
             except Unsorted:
@@ -245,7 +272,7 @@ class JoinReducer(Reducer):
                 for record, raw in self._old_records(old_path, raw_ok):
                     for url, item in self.old_items(record, raw, counts):
                         groups.setdefault(url, []).insert(0, item)
-        with avroblocks.PartWriter(path, self.schema) as out:
+        with avroblocks.PartWriter(path, self.schema, keys=True) as out:
             self.write_grouped(groups, out, counts)
 
 

@@ -1,12 +1,10 @@
 """The Injector as Beam transforms: seed files → normalized, filtered seeds → merged crawldb."""
 
-import io
 import logging
 import os
 from typing import Dict, List, Optional, Sequence
 
 import apache_beam as beam
-import fastavro
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.io.localfilesystem import LocalFileSystem
 
@@ -305,30 +303,31 @@ class InjectReducer(JoinReducer):
             out.write(record)
 
     def write_joined(self, joined, out, counts):
-        for _, record, raw, values in joined:
+        for url, status, raw, record, values in joined:
             if values is None:
-                if self._kept(record['status'], counts):
+                if self._kept(status, counts):
                     if raw is not None:
-                        out.write_raw(raw)
+                        out.write_raw(raw, url, status)
                     else:
                         out.write(record)
                 continue
+            if record is None and raw is not None:
+                record = self.decode(raw)
             self._write(values, [record] if record is not None else [], out, counts)
 
     def write_grouped(self, groups, out, counts):
-        schema = fastavro.parse_schema(CRAWL_DATUM_SCHEMA)
         for url in sorted(groups):
             values = groups[url]
             if len(values) == 1 and values[0][0] == RAW:
                 if self._kept(values[0][2], counts):
-                    out.write_raw(values[0][1])
+                    out.write_raw(values[0][1], url, values[0][2])
                 continue
             seeds, olds = [], []
             for value in values:
                 if value[0] == SEED:
                     seeds.append(value)
                 elif value[0] == RAW:
-                    olds.append(fastavro.schemaless_reader(io.BytesIO(value[1]), schema))
+                    olds.append(self.decode(value[1]))
                 else:
                     olds.append(value[1])
             self._write(seeds, olds, out, counts)

@@ -1,6 +1,5 @@
 """The LinkDb as Beam transforms: parse_data → inverted links, merged into the linkdb."""
 
-import io
 from typing import Dict, List, Optional, Tuple
 
 import apache_beam as beam
@@ -176,31 +175,29 @@ class InlinksReducer(JoinReducer):
             out.write(inlinks_record(url, cap_inlinks(pairs, self.max_inlinks)))
 
     def write_joined(self, joined, out, counts):
-        for url, record, raw, values in joined:
+        for url, _, raw, record, values in joined:
             if values is None:
                 if raw is not None:
-                    out.write_raw(raw)
+                    out.write_raw(raw, url)
                 elif record['inlinks']:
                     out.write(record)
                 continue
             pairs = set(values)
-            if record is not None:
-                pairs.update(inlink_pairs(record))
+            if raw is not None or record is not None:
+                pairs.update(inlink_pairs(record if record is not None else self.decode(raw)))
             self._write(url, pairs, out)
         counts.inc(metrics.LINKDB_PARTS_WRITTEN)
 
     def write_grouped(self, groups, out, counts):
-        schema = avroblocks.fastavro.parse_schema(INLINKS_SCHEMA)
         for url in sorted(groups):
             values = groups[url]
             if len(values) == 1 and _is_raw(values[0]):
-                out.write_raw(values[0][1])
+                out.write_raw(values[0][1], url)
                 continue
             pairs = set()
             for value in values:
                 if _is_raw(value):
-                    pairs.update(inlink_pairs(avroblocks.fastavro.schemaless_reader(
-                        io.BytesIO(value[1]), schema)))
+                    pairs.update(inlink_pairs(self.decode(value[1])))
                 elif isinstance(value, list):
                     pairs.update(value)
                 else:

@@ -14,8 +14,6 @@ import argparse
 import datetime
 import logging
 import os
-import shlex
-import sys
 import time
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -31,6 +29,9 @@ __all__ = ['parse_now', 'format_time', 'split_beam_args', 'local_workers', 'make
            'run_pipeline', 'counters_of']
 
 log = logging.getLogger('beamcrawl')
+
+# Fork servers of the local runner's workers for the pipeline being built (localworker.py).
+_fork_servers: List = []
 
 # The direct runner's thread mode that drops GroupByKey records (docs/architecture.md).
 _LOSSY_DIRECT_MODE = 'multi' + '_threading'
@@ -135,11 +136,16 @@ def make_pipeline(beam_args: Sequence[str], cfg, records: int = 0) -> beam.Pipel
         if workers <= 1:
             return beam.Pipeline(runner=FnApiRunner(), options=options)
         from apache_beam.transforms.environments import SubprocessSDKEnvironment
+        from beamcrawl.transforms import localworker
         options.view_as(po.DirectOptions).direct_num_workers = workers
         options.view_as(po.WorkerOptions).default_sdk_harness_log_level = 'WARNING'
-        command = f'{shlex.quote(sys.executable)} -m beamcrawl.transforms.localworker'
-        environment = SubprocessSDKEnvironment.from_command_string(command_string=command)
-        log.info('local runner: %d worker processes', workers)
+        server = localworker.ForkServer() if localworker.ForkServer.usable() else None
+        if server is not None:
+            _fork_servers.append(server)        # ended by run_pipeline
+        environment = SubprocessSDKEnvironment.from_command_string(
+            command_string=localworker.worker_command(server))
+        log.info('local runner: %d worker processes%s', workers,
+                 ' (forked)' if server is not None else '')
         return beam.Pipeline(runner=FnApiRunner(default_environment=environment),
                              options=options)
     options = portable.prepare_options(options)
@@ -164,8 +170,12 @@ def counters_of(result) -> Dict[str, int]:
 def run_pipeline(pipeline: beam.Pipeline, what: str) -> Dict[str, int]:
     """Runs a pipeline to the end, logs its duration and counters, returns the counters."""
     started = time.time()
-    result = pipeline.run()
-    state = result.wait_until_finish()
+    try:
+        result = pipeline.run()
+        state = result.wait_until_finish()
+    finally:
+        while _fork_servers:
+            _fork_servers.pop().close()
     if state is not None and str(state) not in ('DONE', 'PipelineState.DONE'):
         raise RuntimeError(f'{what}: pipeline ended in state {state}')
     counters = counters_of(result)

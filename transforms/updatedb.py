@@ -12,11 +12,9 @@ normalized and filtered (Nutch's map phase, `MapRules`), grouped by URL and merg
 """
 
 import collections
-import io
 from typing import Dict, Optional
 
 import apache_beam as beam
-import fastavro
 
 from beamcrawl.transforms import avroblocks, metrics
 from beamcrawl.transforms.bulk import JoinReducer, Mapper, Unit
@@ -201,41 +199,39 @@ class UpdateReducer(JoinReducer):
 
     def write_joined(self, joined, out, counts):
         statuses = collections.Counter()
-        keep = self.map_rules.old_kept
         rules = self.map_rules
         plain = not (rules.purge_gone or rules.filter_urls or rules.normalize)
-        for url, record, raw, values in joined:
-            if plain and values is None and raw is not None:       # the usual case, inlined
-                status = record['status']
+        for url, status, raw, record, values in joined:
+            if values is None and plain and raw is not None:      # the usual case, inlined
                 if status in DB_STATUSES:
                     statuses[status] += 1
-                    out.write_raw(raw)
+                    out.write_raw(raw, url, status)
                 continue
-            kept = keep(record, counts) if record is not None else None
+            if record is None and raw is not None:
+                record = self.decode(raw)
+            kept = rules.old_kept(record, counts) if record is not None else None
             if values is not None:
                 self._merge(url, [kept] if kept is not None else [], values, out, counts)
             elif kept is not None:
                 statuses[kept['status']] += 1
                 if kept is record and raw is not None:
-                    out.write_raw(raw)
+                    out.write_raw(raw, url, status)
                 else:
                     out.write(kept)
         _count_unchanged(statuses, counts)
 
     def write_grouped(self, groups, out, counts):
-        schema = fastavro.parse_schema(CRAWL_DATUM_SCHEMA)
-        decode = fastavro.schemaless_reader
         statuses = collections.Counter()
         for url in sorted(groups):
             values = groups[url]
             if len(values) == 1 and values[0][0] == RAW:
                 statuses[values[0][2]] += 1
-                out.write_raw(values[0][1])
+                out.write_raw(values[0][1], url, values[0][2])
                 continue
             olds, news = [], []
             for value in values:
                 if value[0] == RAW:
-                    olds.append(decode(io.BytesIO(value[1]), schema))
+                    olds.append(self.decode(value[1]))
                 elif value[0] == OLD:
                     olds.append(value[1])
                 else:
