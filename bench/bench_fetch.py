@@ -24,16 +24,20 @@ sys.path.insert(0, ROOT)
 
 from tests.testweb import Page, TestWeb, html_page  # noqa: E402
 
+CLI = [sys.executable, '-m', 'beamcrawl.pipelines.cli']
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+
+def arguments(parser):
     parser.add_argument('--hosts', type=int, default=300)
     parser.add_argument('--pages', type=int, default=15)
     parser.add_argument('--slow', type=int, default=6)
     parser.add_argument('--slow-response', type=float, default=1.0)
     parser.add_argument('--delay', type=float, default=1.0)
     parser.add_argument('--threads', type=int, default=30)
-    args = parser.parse_args()
+
+
+def build_sites(args):
+    """{host: {path: Page}}: the bench web."""
     sites = {}
     for h in range(args.hosts):
         wait = args.slow_response if h < args.slow else 0.0
@@ -42,51 +46,71 @@ def main():
             for i in range(args.pages)}
         sites[f'h{h}.bench.test']['/robots.txt'] = Page(body=b'User-agent: *\nAllow: /\n',
                                                        content_type='text/plain')
-    work = tempfile.mkdtemp(prefix='bench-fetch-')
-    crawl = os.path.join(work, 'crawl')
-    seeds = os.path.join(work, 'seeds.txt')
+    return sites
+
+
+def prepare(web, sites, args, crawl, seeds):
+    """Injects and generates the bench's seeds into `crawl`; returns the configuration."""
     with open(seeds, 'w') as f:
         for host in sites:
             for i in range(args.pages):
                 f.write(f'http://{host}/p{i}\n')
-    with TestWeb(sites) as web:
-        conf = ['-D', 'http.agent.name=benchbot', '-D', 'http.proxy.host=127.0.0.1',
-                '-D', f'http.proxy.port={web.port}', '-D', f'fetcher.server.delay={args.delay}',
-                '-D', 'domain.extra.suffixes=test']
-        cli = [sys.executable, '-m', 'beamcrawl.pipelines.cli']
-        subprocess.run(cli + ['inject', crawl, seeds] + conf, cwd=ROOT, check=True,
-                       capture_output=True)
-        subprocess.run(cli + ['generate', crawl] + conf, cwd=ROOT, check=True,
-                       capture_output=True)
-        web.clear_log()
-        start = time.time()
-        proc = subprocess.run(cli + ['fetch', crawl, '--threads', str(args.threads)] + conf,
-                              cwd=ROOT, capture_output=True, text=True)
-        end = time.time()
-        wall = end - start
-        if proc.returncode != 0:
-            print(proc.stderr[-3000:])
-            sys.exit(1)
-        robots = [r for r in web.log if r.path == '/robots.txt']
-        log = [r for r in web.log if r.path != '/robots.txt']
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    conf = ['-D', 'http.agent.name=benchbot', '-D', 'http.proxy.host=127.0.0.1',
+            '-D', f'http.proxy.port={web.port}', '-D', f'fetcher.server.delay={args.delay}',
+            '-D', 'domain.extra.suffixes=test']
+    subprocess.run(CLI + ['inject', crawl, seeds] + conf, cwd=ROOT, check=True,
+                   capture_output=True)
+    subprocess.run(CLI + ['generate', crawl] + conf, cwd=ROOT, check=True, capture_output=True)
+    return conf
+
+
+def fetch_figures(web, args, start, end):
+    """The figures of one fetch from the server's log (start, end: the command's)."""
+    robots = [r for r in web.log if r.path == '/robots.txt']
+    log = [r for r in web.log if r.path != '/robots.txt']
+    wall = end - start
     stage = max(r.end for r in log) - min(r.start for r in log)
     m = (args.pages - 1) * args.delay + args.pages * args.slow_response
     per_host = {}
     for r in sorted(log, key=lambda r: r.start):
         per_host.setdefault(r.host, []).append(r)
     gaps = [b.start - a.end for reqs in per_host.values() for a, b in zip(reqs, reqs[1:])]
+    first = min(r.start for r in log)
+    return {'pages': len(log), 'stage': stage, 'm': m, 'wall': wall,
+            'median_gap': statistics.median(gaps), 'min_gap': min(gaps),
+            'first_request': min(r.start for r in robots + log) - start,
+            'first_page': first - start, 'tail': end - max(r.end for r in log)}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    arguments(parser)
+    args = parser.parse_args()
+    sites = build_sites(args)
+    work = tempfile.mkdtemp(prefix='bench-fetch-')
+    crawl = os.path.join(work, 'crawl')
+    with TestWeb(sites) as web:
+        conf = prepare(web, sites, args, crawl, os.path.join(work, 'seeds.txt'))
+        web.clear_log()
+        start = time.time()
+        proc = subprocess.run(CLI + ['fetch', crawl, '--threads', str(args.threads)] + conf,
+                              cwd=ROOT, capture_output=True, text=True)
+        end = time.time()
+        if proc.returncode != 0:
+            print(proc.stderr[-3000:])
+            sys.exit(1)
+        f = fetch_figures(web, args, start, end)
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     print(f'{args.hosts} hosts x {args.pages} pages, delay {args.delay} s, {args.slow} hosts '
           f'answering in {args.slow_response} s, {args.threads} threads')
-    print(f'fetched {len(log)} pages; fetch stage {stage:.1f} s = {stage / m:.3f} x M '
-          f'(M = {m:.1f} s); whole command {wall:.1f} s')
-    print(f'gap between fetches of a host: median {statistics.median(gaps) * 1000:.0f} ms, '
-          f'min {min(gaps) * 1000:.0f} ms (delay {args.delay * 1000:.0f} ms)')
-    print(f'pages/s during the stage {len(log) / stage:.0f}; peak RSS {peak:.0f} MB')
-    first = min(r.start for r in log)
-    print(f'whole command = {m / wall:.1%} of M; from the command start: first request '
-          f'{min(r.start for r in robots + log) - start:.2f} s, first page {first - start:.2f} s; '
-          f'from the last response to the command end {end - max(r.end for r in log):.2f} s')
+    print(f'fetched {f["pages"]} pages; fetch stage {f["stage"]:.1f} s = '
+          f'{f["stage"] / f["m"]:.3f} x M (M = {f["m"]:.1f} s); whole command {f["wall"]:.1f} s')
+    print(f'gap between fetches of a host: median {f["median_gap"] * 1000:.0f} ms, '
+          f'min {f["min_gap"] * 1000:.0f} ms (delay {args.delay * 1000:.0f} ms)')
+    print(f'pages/s during the stage {f["pages"] / f["stage"]:.0f}; peak RSS {peak:.0f} MB')
+    print(f'whole command = {f["m"] / f["wall"]:.1%} of M; from the command start: first request '
+          f'{f["first_request"]:.2f} s, first page {f["first_page"]:.2f} s; '
+          f'from the last response to the command end {f["tail"]:.2f} s')
     shutil.rmtree(work)
 
 

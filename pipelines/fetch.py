@@ -22,6 +22,10 @@ def add_arguments(parser):
                         help='segment name or path (default: newest not fetched)')
     parser.add_argument('--threads', type=int, metavar='N',
                         help='fetcher threads (fetcher.threads.fetch)')
+    parser.add_argument('--streaming', action='store_true',
+                        help='fetch as a streaming job (Flink): per-queue politeness with '
+                             'processing-time timers, restarted by Flink from its checkpoints '
+                             '(docs/streaming-fetch.md)')
 
 
 def run(args, cfg, now, beam_args):
@@ -30,6 +34,8 @@ def run(args, cfg, now, beam_args):
     from beamcrawl.transforms import interrupts, layout, metrics, settings
     from beamcrawl.transforms.dbio import ReadParts, count_records
     from beamcrawl.transforms.fetch import FetchSegment
+    from beamcrawl.transforms.streamfetch import (FetchListStayingOpen, StreamingFetchSegment,
+                                                  run_until_drained)
     from beamcrawl.transforms.fetcher import journal
     from beamcrawl.transforms.layout import CRAWL_FETCH, CRAWL_GENERATE, CrawlLayout, FETCH_PARTS
     from beamcrawl.transforms.records import complete_datum
@@ -39,6 +45,8 @@ def run(args, cfg, now, beam_args):
                         '-D http.agent.name=NAME or in --conf before fetching')
     if args.threads is not None and args.threads < 1:
         raise UserError(f'--threads {args.threads}: expected at least 1')
+    if args.streaming:
+        beam_args = _streaming_args(beam_args)
     crawl = CrawlLayout(args.crawl_dir)
     segment = crawl.pick_segment(args.segment, CRAWL_FETCH, CRAWL_GENERATE)
     fetcher = settings.fetcher_settings(cfg, args.threads)
@@ -53,33 +61,80 @@ def run(args, cfg, now, beam_args):
                      before.fetched, generated, generated - before.fetched)
         run_id = journal.new_run_id()
         p = make_pipeline(beam_args, cfg)
+        common = dict(settings=fetcher, http=settings.http_settings(cfg, fetcher.threads),
+                      policy=settings.url_policy(cfg), now=now, journal_dir=journal_dir,
+                      run_id=run_id, done=frozenset(before.done),
+                      queue_times=_queue_times(crawl, segment, before))
+        if args.streaming:
+            read = FetchListStayingOpen(generate_files)
+            fetch = StreamingFetchSegment(poll_s=cfg['fetcher.streaming.poll.seconds'], **common)
+        else:
+            read = ReadParts(generate_files)
+            fetch = FetchSegment(slots=len(generate_files), **common)
         _ = (p
-             | 'ReadFetchList' >> ReadParts(generate_files)
+             | 'ReadFetchList' >> read
              | 'Complete' >> beam.Map(complete_datum)
-             | 'Fetch' >> FetchSegment(
-                 settings=fetcher, http=settings.http_settings(cfg, fetcher.threads),
-                 policy=settings.url_policy(cfg), now=now, slots=len(generate_files),
-                 journal_dir=journal_dir, run_id=run_id, done=frozenset(before.done),
-                 queue_times=_queue_times(crawl, segment, before)))
+             | 'Fetch' >> fetch)
         with interrupts.graceful():
-            counters = run_pipeline(p, f'fetch {segment}')
-        left = counters.get(metrics.FETCH_LEFT, 0)
+            if args.streaming:
+                run_until_drained(p, journal_dir, generated, check_s=0.5,
+                                  progress_s=cfg['fetcher.progress.seconds'],
+                                  what=f'fetch {segment} (streaming)',
+                                  flink_rest=_flink_rest(beam_args, cfg))
+                counters = {}
+            else:
+                counters = run_pipeline(p, f'fetch {segment}')
+        after = journal.read_journals(journal_dir)
+        left = counters.get(metrics.FETCH_LEFT, 0) if not args.streaming else \
+            generated - after.fetched
         if interrupts.INTERRUPTED.is_set() or left:
             raise Interrupted(f'interrupted: {generated - left} fetched, {left} left; rerun to '
                               f'resume', interrupts.exit_code())
-        after = journal.read_journals(journal_dir)
         journal.write_queue_times(crawl.fetch_times(segment), after.queue_times)
-        journal.publish_journals(journal_dir, run_id, {part: update.tmp[part] for part in parts},
-                                 before.done)
+        tmp = {part: update.tmp[part] for part in parts}
+        if args.streaming:
+            journal.publish_attempts(journal_dir, tmp, after.done)
+        else:
+            journal.publish_journals(journal_dir, run_id, tmp, before.done)
     layout.delete(journal_dir)
     statuses = {k.split('.', 2)[2]: v for k, v in counters.items()
                 if k.startswith('fetch.status.')}
+    if args.streaming:            # the job was cancelled once drained: count the journal
+        statuses = {}
+        for url, record in after.done.items():
+            if url not in before.done:
+                statuses[record['status']] = statuses.get(record['status'], 0) + 1
     resumed = f' (and {before.fetched} fetched by an earlier run)' if before.fetched else ''
     print(f'fetched {crawl.segment(segment)}: ' +
           ', '.join(f'{v} {k}' for k, v in sorted(statuses.items())) + resumed)
     if cfg['fetcher.parse']:
         parse_segment(crawl, segment, cfg, now, beam_args)
     return 0
+
+
+def _streaming_args(beam_args):
+    """Beam options of a streaming fetch: --streaming, on a runner that fires processing-time
+    timers on the wall clock (a Flink job; the local runner does not)."""
+    from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+    from beamcrawl.transforms.errors import UserError
+    if PipelineOptions(list(beam_args)).view_as(StandardOptions).runner is None:
+        raise UserError('fetch --streaming runs on Flink: add the options `beamcrawl flink '
+                        'start` prints (the local runner does not fire processing-time timers '
+                        'on the wall clock); without --streaming, fetch runs in batch here')
+    # Timers an SDK worker sets take effect when its bundle ends: short bundles, so that a
+    # queue's next request is not late by a bundle's length (Flink's default: 1 s).
+    extra = [] if any(a.startswith('--max_bundle_time_mills') for a in beam_args) \
+        else ['--max_bundle_time_mills=20']
+    return list(beam_args) + ['--streaming'] + extra
+
+
+def _flink_rest(beam_args, cfg):
+    """Flink's REST address: --flink_master HOST:PORT when given, else runner.flink.rest."""
+    from apache_beam.options.pipeline_options import FlinkRunnerOptions, PipelineOptions
+    master = PipelineOptions(list(beam_args)).view_as(FlinkRunnerOptions).flink_master
+    if master and not master.startswith('['):
+        return master.split('://', 1)[-1].rstrip('/')
+    return cfg['runner.flink.rest']
 
 
 def _queue_times(crawl, segment, before):

@@ -2,16 +2,22 @@
 embedded `[local]` Flink of the job server. Marked `flink`; CI runs them (the first run builds the
 job server and assembles Flink into .flink/, later runs reuse it)."""
 
+import glob
+import json
 import os
+import signal
 import subprocess
 import sys
+import time
+import urllib.request
 
 import pytest
 
 from beamcrawl.transforms.crawl_diff import crawl_differences
+from beamcrawl.transforms.fetcher import journal
 from beamcrawl.transforms.localflink import LocalFlink, pid_alive
-from tests.conftest import ROOT, read_db, run_cli, write_seeds
-from tests.testweb import Page, html_page
+from tests.conftest import ROOT, read_db, read_parts, run_cli, write_seeds
+from tests.testweb import Page, html_page, redirect
 
 # The first run builds the job server and downloads Flink (about 420 MB): allow for it.
 pytestmark = [pytest.mark.flink, pytest.mark.slow, pytest.mark.timeout(1800)]
@@ -134,3 +140,96 @@ def test_workers_without_beamcrawl_give_one_line(cluster, tmp_path):
     assert proc.stderr.strip().splitlines()[-1].startswith('beamcrawl inject: the workers')
     assert 'Traceback' not in proc.stderr
     assert not os.path.exists(tmp_path / 'c' / 'crawldb' / 'current')
+
+
+def _running_jobs():
+    with urllib.request.urlopen('http://localhost:8081/jobs/overview', timeout=10) as response:
+        jobs = json.loads(response.read().decode('utf-8'))['jobs']
+    return [job for job in jobs if job['state'] not in ('FINISHED', 'CANCELED', 'FAILED')]
+
+
+def _statuses(crawl):
+    segment = sorted(glob.glob(os.path.join(crawl, 'segments', '*')))[-1]
+    records = read_parts(glob.glob(os.path.join(segment, 'crawl_fetch', 'part-*')))
+    return sorted((r['url'], r['status'], r['protocol_status']) for r in records)
+
+
+def test_streaming_fetch_on_the_cluster_is_polite_and_equals_the_batch_fetch(
+        cluster, web, flink_site, tmp_path):
+    hosts = ('s1.test', 's2.test')
+    for host in hosts:
+        web.add(host, '/robots.txt', Page(body=b'User-agent: *\nDisallow: /private\n',
+                                          content_type='text/plain'))
+        web.add(host, '/', html_page(f'{host} home'))
+        for i in range(6):
+            web.add(host, f'/p{i}', html_page(f'{host} page {i}'))
+    web.add('s2.test', '/moved', redirect('http://s2.test/p0'))
+    urls = [f'http://{h}/p{i}' for h in hosts for i in range(6)] + [
+        'http://s1.test/private/x', 'http://s2.test/moved', 'http://s2.test/missing']
+    seeds = write_seeds(tmp_path / 'seeds.txt', urls)
+    streaming, batch = str(tmp_path / 'streaming'), str(tmp_path / 'batch')
+    for crawl in (streaming, batch):
+        run_cli('inject', crawl, seeds, '--now', NOW, *_conf(web))
+        run_cli('generate', crawl, '--now', NOW, *_conf(web))
+    web.clear_log()
+    proc = run_cli('fetch', streaming, '--streaming', '--now', NOW, *_conf(web),
+                   *cluster.options(), '--parallelism', '2', '--checkpointing_interval', '1000',
+                   timeout=900)
+    assert 'Traceback' not in proc.stderr
+    assert not _running_jobs(), 'the streaming job was left running on the cluster'
+    for host, requests in (('s1.test', 6), ('s2.test', 8)):   # the server's log: each page
+        gaps = _gaps(web, host)                                 # once, every gap ≥ the delay
+        assert len(gaps) == requests - 1 and min(gaps) >= DELAY, (host, gaps)
+    assert ', 0 violations' in run_cli('readseg', streaming, '--politeness',
+                                     sorted(os.listdir(os.path.join(streaming, 'segments')))[-1]
+                                     ).stdout
+    run_cli('fetch', batch, '--now', NOW, *_conf(web))
+    got = _statuses(streaming)
+    assert got == _statuses(batch)
+    assert len([u for u, status, _ in got if status != 'linked']) == len(urls)   # each once
+    assert ('http://s1.test/private/x', 'fetch_gone', 'robots_denied') in got
+    assert ('http://s2.test/p0', 'linked', None) in got
+
+
+def test_streaming_fetch_survives_a_killed_taskmanager(cluster, web, tmp_path):
+    """SIGKILL the TaskManager once the journal holds some URLs (an observed point, before the
+    last); bring a new one up; Flink restores the job from its last checkpoint. The published
+    segment has every generated URL exactly once, all fetched."""
+    hosts = [f'k{i}.test' for i in range(3)]
+    for host in hosts:
+        web.add(host, '/robots.txt', Page(status=404))
+        for i in range(8):
+            web.add(host, f'/p{i}', html_page(f'{host} page {i}'))
+    urls = [f'http://{h}/p{i}' for h in hosts for i in range(8)]
+    crawl = str(tmp_path / 'crawl')
+    run_cli('inject', crawl, write_seeds(tmp_path / 'seeds.txt', urls), '--now', NOW,
+            *_conf(web))
+    run_cli('generate', crawl, '--now', NOW, *_conf(web))
+    segment = sorted(glob.glob(os.path.join(crawl, 'segments', '*')))[-1]
+    proc = subprocess.Popen(
+        [sys.executable, '-m', 'beamcrawl.pipelines.cli', 'fetch', crawl, '--streaming',
+         '--now', NOW, *_conf(web), *cluster.options(), '--checkpointing_interval', '500'],
+        cwd=ROOT, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    try:
+        journal_dir = os.path.join(segment, '.fetch')
+        while journal.read_journals(journal_dir).fetched < 6:
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.01)
+        killed_at = journal.read_journals(journal_dir).fetched
+        for pid in cluster.pids()['taskmanager']:
+            os.kill(pid, signal.SIGKILL)
+        assert killed_at < len(urls), 'the fetch ended before the kill'
+        cluster.start()                        # a new TaskManager; Flink restarts the job
+        out, err = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert not _running_jobs()
+    own = [r for r in read_parts(glob.glob(os.path.join(segment, 'crawl_fetch', 'part-*')))
+           if r['metadata'].get('_src_') == r['url']]
+    assert sorted(r['url'] for r in own) == sorted(urls)          # each once
+    assert {r['status'] for r in own} == {'fetch_success'}
+    contents = read_parts(glob.glob(os.path.join(segment, 'content', 'part-*')))
+    assert sorted(r['url'] for r in contents) == sorted(urls)

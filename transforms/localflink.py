@@ -198,8 +198,9 @@ class LocalFlink:
         env = self._env()
         if not status['jobmanager'].startswith('running') or \
                 not status['taskmanager'].startswith('running'):
-            for port in (REST_PORT, 6123):
-                _check_free(port, 'Flink')
+            if not status['jobmanager'].startswith('running'):
+                for port in (REST_PORT, 6123):
+                    _check_free(port, 'Flink')
             log.info('flink: starting a JobManager and a TaskManager (%d slots, localhost)',
                      TASK_SLOTS)
             for script, name in (('jobmanager.sh', 'jobmanager'),

@@ -145,6 +145,15 @@ class _JobMessagesOff(logging.Filter):
         return record.name != 'root'
 
 
+def _batch_copy(options: po.PipelineOptions) -> po.PipelineOptions:
+    """The options as a batch job's: a streaming job with checkpoints keeps its sources, and so
+    itself, running for ever (a streaming fetch ends by being cancelled)."""
+    values = options.get_all_options(drop_default=True, retain_unknown_options=True)
+    values.pop('checkpointing_interval', None)
+    values['streaming'] = False
+    return po.PipelineOptions.from_dictionary(values)
+
+
 def probe_workers(options: po.PipelineOptions, timeout_s: float) -> None:
     """With an EXTERNAL or PROCESS environment, checks once per process and endpoint that the
     runner's workers start and can import beamcrawl; raises UserError in one line otherwise."""
@@ -156,7 +165,7 @@ def probe_workers(options: po.PipelineOptions, timeout_s: float) -> None:
     if key in _probed:
         return
     where = f'{kind} environment {portable.environment_config or ""}'.strip()
-    p = beam.Pipeline(options=options)
+    p = beam.Pipeline(options=_batch_copy(options))
     _ = p | 'Probe' >> beam.Create([0]) | 'ImportBeamcrawl' >> beam.Map(_probe)
     quiet = _JobMessagesOff()          # the probe's failure is reported below, in one line
     root = logging.getLogger()

@@ -60,6 +60,28 @@ def format_time(ms: int) -> str:
     return when.isoformat(timespec='seconds').replace('+00:00', 'Z')
 
 
+class FlinkStreamingOptions(po.PipelineOptions):
+    """Options of Beam's Java Flink runner that its Python SDK does not declare (so a command
+    line could not pass them): checkpointing and the ends of a streaming job. Declared here,
+    they reach the job server under their own names (docs/streaming-fetch.md)."""
+
+    @classmethod
+    def _add_argparse_args(cls, parser):
+        parser.add_argument('--checkpointing_interval', type=int,
+                            help='Flink: checkpoint every this many ms (default: no checkpoints)')
+        parser.add_argument('--checkpointing_mode', choices=('EXACTLY_ONCE', 'AT_LEAST_ONCE'))
+        parser.add_argument('--checkpoint_timeout_millis', type=int)
+        parser.add_argument('--min_pause_between_checkpoints', type=int)
+        parser.add_argument('--number_of_execution_retries', type=int,
+                            help='Flink: restarts of a failed job (-1: the cluster default)')
+        parser.add_argument('--execution_retry_delay', type=int,
+                            help='Flink: ms between restarts of a failed job')
+        parser.add_argument('--shutdown_sources_after_idle_ms', type=int,
+                            help='Flink: stop sources idle this long (streaming)')
+        parser.add_argument('--max_bundle_size', type=int)
+        parser.add_argument('--max_bundle_time_mills', type=int)
+
+
 def _beam_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(allow_abbrev=False, add_help=False)
     seen = {}

@@ -20,7 +20,6 @@ import dataclasses
 import logging
 import threading
 import time
-import urllib.parse
 from typing import Dict, List, Optional, Tuple
 
 from beamcrawl.transforms import metrics
@@ -29,16 +28,13 @@ from beamcrawl.transforms.fetcher.http import HttpClient, HttpSettings
 from beamcrawl.transforms.fetcher.journal import SOURCE_KEY
 from beamcrawl.transforms.interrupts import INTERRUPTED
 from beamcrawl.transforms.fetcher.monitor import Monitor, Progress, log_progress
-from beamcrawl.transforms.fetcher.redirects import redirect_target, target_record
-from beamcrawl.transforms.fetcher.robots_cache import RobotsCache
+from beamcrawl.transforms.fetcher.redirects import target_record
+from beamcrawl.transforms.fetcher.request import Outcome, Requester, fetch_record
 from beamcrawl.transforms.fetcher.settings import FetcherSettings
 from beamcrawl.transforms.layout import CONTENT, CRAWL_FETCH
 from beamcrawl.transforms.policy.partition import queue_key
 from beamcrawl.transforms.policy.politeness import FetchQueues
-from beamcrawl.transforms.policy.protocol import CONTENT_KEPT, fetch_status, protocol_status
-from beamcrawl.transforms.policy.scoring import CRAWL_SCORE_KEY
 from beamcrawl.transforms.policy.urls import UrlPolicy, scheme_host
-from beamcrawl.transforms.records import content as content_record
 
 __all__ = ['Fetcher']
 
@@ -63,21 +59,6 @@ class _Item:
         return self.record['url']
 
 
-@dataclasses.dataclass
-class _Outcome:
-    protocol: str
-    code: Optional[int] = None
-    error: str = ''
-    meta: Optional[Dict[str, str]] = None
-    elapsed: float = 0.0
-    asap: bool = False                 # no request was sent: the queue may go on at once
-    crawl_delay: Optional[float] = None
-    body: Optional[bytes] = None
-    content: Optional[dict] = None
-    target: Optional[str] = None
-    cut: bool = False                  # the request was cut (deadline or time limit)
-
-
 class Fetcher:
     """One fetch run. Thread-safe `add`/`take`; `finish()` then `take()` until `done()`, or
     `close()`, which waits for the end and returns the rest.
@@ -99,9 +80,6 @@ class Fetcher:
             threads_per_queue=settings.threads_per_queue,
             max_exceptions=settings.max_exceptions, exception_delay=settings.exception_delay,
             next_allowed=queue_times)
-        self.robots = RobotsCache(self.http, redirect_max=settings.robots_redirect_max,
-                                  allow_403=settings.allow_403, denied=policy.denied,
-                                  on_fetched=self._robots_fetched, on_denied=self._denied)
         self.cond = threading.Condition()
         self.results: List[Tuple[str, dict]] = []
         self._result_bytes = 0
@@ -109,6 +87,7 @@ class Fetcher:
             min(http.content_limit, http.hard_limit)
         self.counts: Dict[str, int] = {}
         self.progress = Progress()
+        self.requester = Requester(settings, self.http, policy, now_ms, count=self._count_locked)
         self.left = 0                      # generated URLs left unfetched by an interrupt
         self._seen = set()
         self._closed = self._stopped = self._no_more = self._interrupted = False
@@ -203,13 +182,10 @@ class Fetcher:
             self.progress.waiting = self.queues.pending_count
             return dataclasses.replace(self.progress)
 
-    def _robots_fetched(self, rules) -> None:
+    def _count_locked(self, name: str) -> None:
+        """A count from a fetch thread (the Requester's callback)."""
         with self.cond:
-            self._count(metrics.FETCH_ROBOTS + rules.kind)
-
-    def _denied(self, reason: str) -> None:
-        with self.cond:
-            self._count(metrics.FETCH_DENIED_ADDRESS)
+            self._count(name)
 
     def _enqueue(self, item: _Item) -> None:
         if item.qid is None:
@@ -237,19 +213,10 @@ class Fetcher:
 
     def _emit_fetch(self, item: _Item, protocol: str, code: Optional[int], *, error: str = '',
                     meta: Optional[Dict[str, str]] = None) -> None:
-        record = item.record
-        status = fetch_status(protocol)
-        metadata = {**record['metadata'], '_pst_': protocol, **(meta or {})}
-        if code is not None:
-            metadata['nutch.protocol.code'] = str(code)
-        if error:
-            metadata['_error_'] = error
-        signature = record['signature'] if protocol in ('notmodified', 'notfetching') else None
-        self._count(metrics.FETCH_STATUS + status)
+        record = fetch_record(item.record, protocol, code, self.now_ms, error=error, meta=meta)
+        self._count(metrics.FETCH_STATUS + record['status'])
         self._count(metrics.FETCH_PROTOCOL + protocol)
-        self._hold(item, dict(record, status=status, fetch_time=self.now_ms, metadata=metadata,
-                              signature=signature, protocol_status=protocol, http_code=code),
-                   own=True)
+        self._hold(item, record, own=True)
 
     def _hold(self, item: _Item, record: dict, own: bool) -> None:
         """Keeps a crawl_fetch record with its generated URL's others until the chain is done
@@ -294,7 +261,7 @@ class Fetcher:
                     outcome.meta['fetch.queue'] = queue.qid
             except Exception as e:  # pylint: disable=broad-except  (one URL never kills the run)
                 log.exception('fetch of %s failed', item.url)
-                outcome = _Outcome(protocol='failed', error=f'{type(e).__name__}: {e}')
+                outcome = Outcome(protocol='failed', error=f'{type(e).__name__}: {e}')
             with self.cond:
                 if outcome.crawl_delay is not None:
                     self.queues.set_crawl_delay(queue.qid, outcome.crawl_delay)
@@ -310,7 +277,7 @@ class Fetcher:
                     self._emit_fetch(lost, 'notfetching', None)
                 self.cond.notify_all()
 
-    def _record(self, item: _Item, outcome: _Outcome) -> None:
+    def _record(self, item: _Item, outcome: Outcome) -> None:
         if outcome.protocol == 'exception' and self._no_more and outcome.cut:
             outcome.protocol = 'notfetching'      # cut by the time limit: kept for next time
         self.progress.pages += 1 if outcome.code is not None else 0
@@ -344,57 +311,5 @@ class Fetcher:
                                        now_ms=self.now_ms, policy=self.policy), own=False)
 
     # -- one item, without the lock ---------------------------------------------------------
-    def _fetch(self, item: _Item) -> _Outcome:
-        url = item.url
-        denied = self.policy.denied(url)
-        if denied:
-            self._denied(denied)
-            return _Outcome(protocol='blocked', error=f'address policy: {denied}', asap=True)
-        parts = urllib.parse.urlsplit(url)
-        rules = self.robots.rules(parts.scheme, parts.netloc)
-        if rules.kind == 'unavailable':
-            return _Outcome(protocol='notfetching', error=rules.reason, asap=True)
-        if not rules.allowed(url, self.settings.agents):
-            return _Outcome(protocol='robots_denied', asap=True)
-        crawl_delay = None
-        delay = rules.crawl_delay(self.settings.agents)
-        if delay is not None:
-            if 0 <= self.settings.max_crawl_delay < delay:
-                return _Outcome(protocol='robots_denied', asap=True,
-                                error=f'Crawl-delay {delay:g} s > fetcher.max.crawl.delay')
-            crawl_delay = max(delay, self.settings.min_crawl_delay)
-        start = time.time()
-        resp = self.http.get(url, modified_time=item.record['modified_time'],
-                             etag=item.record['metadata'].get('ETag'))
-        end = time.time()
-        if resp.denied:
-            self._denied(resp.error)
-            return _Outcome(protocol='blocked', error=f'address policy: {resp.error}', asap=True)
-        if resp.cut:
-            with self.cond:
-                self._count(metrics.FETCH_DEADLINE)
-        protocol = protocol_status(resp.code)
-        meta = {'_rs_': str(int(resp.elapsed * 1000)), 'fetch.start': str(int(start * 1000)),
-                'fetch.end': str(int(end * 1000))}
-        for header in ('ETag', 'Last-Modified'):
-            if header in resp.headers:
-                meta[header] = resp.headers[header]
-        mime = resp.headers.get('Content-Type', '').split(';', 1)[0].strip().lower()
-        if resp.body and mime:
-            meta['Content-Type'] = mime
-        error = resp.error or (f'HTTP {resp.code}' if protocol == 'exception' else '')
-        outcome = _Outcome(protocol=protocol, code=resp.code, error=error, meta=meta,
-                           elapsed=resp.elapsed, crawl_delay=crawl_delay, body=resp.body,
-                           cut=resp.cut)
-        if protocol in CONTENT_KEPT and self.settings.store_content:
-            outcome.content = content_record(
-                url, content_bytes=resp.body, content_type=mime or 'application/octet-stream',
-                fetch_time=self.now_ms, http_code=resp.code, headers=resp.headers,
-                truncated=resp.truncated,
-                metadata={CRAWL_SCORE_KEY: repr(float(item.record['score']))})
-        if protocol in ('moved', 'temp_moved'):
-            outcome.target, why = redirect_target(url, resp.headers.get('Location', ''),
-                                                  self.policy, self.settings.max_url_length)
-            if why == 'denied':
-                self._denied(why)
-        return outcome
+    def _fetch(self, item: _Item) -> Outcome:
+        return self.requester.fetch(item.record)

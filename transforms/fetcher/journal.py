@@ -32,7 +32,7 @@ from beamcrawl.transforms.layout import CONTENT, CRAWL_FETCH
 from beamcrawl.transforms.records import CONTENT_SCHEMA, CRAWL_DATUM_SCHEMA
 
 __all__ = ['SOURCE_KEY', 'JournalWriter', 'JournalState', 'read_journals', 'commit_run',
-           'publish_journals', 'queue_times_of', 'new_run_id', 'write_queue_times',
+           'publish_journals', 'publish_attempts', 'queue_times_of', 'new_run_id', 'write_queue_times',
            'read_queue_times']
 
 SOURCE_KEY = '_src_'                   # metadata: the generated URL a record stems from
@@ -143,12 +143,12 @@ def read_journals(journal_dir: str) -> JournalState:
     if not layout.exists(journal_dir):
         return state
     records = []
-    for path in _journal_files(journal_dir, CRAWL_FETCH):
+    for path in sorted(_journal_files(journal_dir, CRAWL_FETCH)):
         for record in _tolerant_records(path):
             records.append(record)
             meta = record.get('metadata') or {}
             if meta.get(SOURCE_KEY) == record['url'] and record['status'] != 'linked':
-                state.done[record['url']] = record
+                state.done.setdefault(record['url'], record)
     state.queue_times = queue_times_of(records)
     return state
 
@@ -199,22 +199,63 @@ def publish_journals(journal_dir: str, run_id: str, tmp: Dict[str, str],
     return counts
 
 
-def _records_of(journal_dir: str, part: str, done: Dict[str, dict], exclude_run: str):
-    """Records of done URLs in other runs' journals, each (part, url, status) once."""
-    seen = set()
-    skip = _run_dir(journal_dir, exclude_run)
-    for path in _journal_files(journal_dir, part):
-        if path.startswith(skip + '/'):
+def _writer_of(path: str, part: str) -> str:
+    """The journal writer a file belongs to (its run directory and writer name)."""
+    return path[:-len(f'.{part}.avro')]
+
+
+def _attempts(journal_dir: str, done: Dict[str, dict], exclude_run: Optional[str]
+              ) -> Dict[str, str]:
+    """generated URL (of `done`) → the journal writer holding its first complete attempt: the
+    first writer, in path order, whose crawl_fetch file has the URL's own record. A URL may have
+    more than one attempt when a streaming job was restored from a checkpoint and fetched it
+    again."""
+    skip = _run_dir(journal_dir, exclude_run) + '/' if exclude_run else None
+    chosen: Dict[str, str] = {}
+    for path in sorted(_journal_files(journal_dir, CRAWL_FETCH)):
+        if skip and path.startswith(skip):
             continue
+        writer = _writer_of(path, CRAWL_FETCH)
+        for record in _tolerant_records(path):
+            url = record['url']
+            if url in done and url not in chosen and record['status'] != 'linked' and \
+                    (record.get('metadata') or {}).get(SOURCE_KEY) == url:
+                chosen[url] = writer
+    return chosen
+
+
+def _records_of(journal_dir: str, part: str, done: Dict[str, dict],
+                exclude_run: Optional[str] = None):
+    """The records of done URLs in the journals (but run `exclude_run`'s), each generated URL's
+    from its first complete attempt only: in its writer's crawl_fetch file, the records up to
+    its own; in the content file, the first content record of each URL of the attempt."""
+    chosen = _attempts(journal_dir, done, exclude_run)
+    for path in sorted(_journal_files(journal_dir, part)):
+        writer = _writer_of(path, part)
+        complete, seen = set(), set()
         for record in _tolerant_records(path):
             source = (record.get('metadata') or {}).get(SOURCE_KEY)
-            if source not in done:
+            if chosen.get(source) != writer or source in complete:
                 continue
-            key = (record['url'], record.get('status'), source)
-            if key in seen:
+            if part == CRAWL_FETCH:
+                if record['url'] == source and record['status'] != 'linked':
+                    complete.add(source)
+            elif (source, record['url']) in seen:
                 continue
-            seen.add(key)
+            seen.add((source, record['url']))
             yield record
+
+
+def publish_attempts(journal_dir: str, tmp: Dict[str, str], done: Dict[str, dict]
+                     ) -> Dict[str, int]:
+    """The streaming fetch's publication: one part file per part in the `tmp` part directories
+    ({part: directory}) with the records of every done URL, each from its first complete
+    attempt. Returns {part: number of part files}."""
+    for part, directory in tmp.items():
+        layout.mkdirs(directory)
+        write_avro_file(layout.part_file(directory, 0), _SCHEMAS[part],
+                        _records_of(journal_dir, part, done))
+    return {part: 1 for part in tmp}
 
 
 def write_queue_times(path: str, times: Dict[str, float]) -> None:

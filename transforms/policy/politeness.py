@@ -20,7 +20,7 @@ import heapq
 import itertools
 from typing import Any, Deque, Dict, List, Optional, Tuple
 
-__all__ = ['FetchQueue', 'FetchQueues']
+__all__ = ['FetchQueue', 'FetchQueues', 'request_ended']
 
 
 @dataclasses.dataclass
@@ -34,6 +34,27 @@ class FetchQueue:
     blocked: bool = False
     response_time: float = 0.0      # moving average of observed response times, s
     version: int = 0                # invalidates stale heap entries
+
+
+def request_ended(queue: FetchQueue, end: float, *, delay: float, max_exceptions: int,
+                  exception_delay: float, response_time: float = 0.0, exception: bool = False,
+                  asap: bool = False) -> bool:
+    """What one request teaches its queue, the request having ended at `end`: the moving average
+    of response times, the next allowed start (`end` + `delay`, or `end` when no request was
+    sent), the exception count and its back-off. True when the queue has now reached
+    max_exceptions and must be blocked. Shared by the batch fetcher (FetchQueues) and the
+    streaming fetch, which keeps one FetchQueue per key in Beam state."""
+    if response_time:
+        queue.response_time = (response_time if not queue.response_time
+                               else 0.7 * queue.response_time + 0.3 * response_time)
+    queue.next_fetch = end if asap else end + delay
+    if exception:
+        queue.exceptions += 1
+        if 0 < max_exceptions <= queue.exceptions:
+            return True
+        if exception_delay > 0:
+            queue.next_fetch += exception_delay * 2 ** min(queue.exceptions - 1, 31)
+    return False
 
 
 class FetchQueues:
@@ -124,21 +145,12 @@ class FetchQueues:
         reached max_exceptions (to be reported as not fetched)."""
         queue.in_progress -= 1
         self.in_progress_count -= 1
-        if response_time:
-            queue.response_time = (response_time if not queue.response_time
-                                   else 0.7 * queue.response_time + 0.3 * response_time)
+        delay = queue.crawl_delay if self.threads_per_queue == 1 else self.min_delay
         dropped: List[Any] = []
-        if asap:
-            queue.next_fetch = now
-        else:
-            delay = queue.crawl_delay if self.threads_per_queue == 1 else self.min_delay
-            queue.next_fetch = now + delay
-        if exception:
-            queue.exceptions += 1
-            if 0 < self.max_exceptions <= queue.exceptions:
-                dropped = self.block(queue.qid)
-            elif self.exception_delay > 0:
-                queue.next_fetch += self.exception_delay * 2 ** min(queue.exceptions - 1, 31)
+        if request_ended(queue, now, delay=delay, max_exceptions=self.max_exceptions,
+                         exception_delay=self.exception_delay, response_time=response_time,
+                         exception=exception, asap=asap):
+            dropped = self.block(queue.qid)
         self._schedule(queue, now)
         return dropped
 
