@@ -175,9 +175,6 @@ class _PoliteFetchFn(beam.DoFn):
         self._counts([own])
         return record['url'], [(CRAWL_FETCH, own)]
 
-    def _delay(self, queue: FetchQueue) -> float:
-        return queue.crawl_delay
-
     # -- elements ----------------------------------------------------------------------------
     def process(self, element, pending=beam.DoFn.StateParam(PENDING),
                 queue_state=beam.DoFn.StateParam(QUEUE),
@@ -250,7 +247,7 @@ class _PoliteFetchFn(beam.DoFn):
             outcome.meta['fetch.delay'] = repr(queue.crawl_delay)
         blocked = request_ended(
             queue, outcome.end if outcome.end and not outcome.asap else now,
-            delay=self._delay(queue), max_exceptions=self.settings.max_exceptions,
+            delay=queue.crawl_delay, max_exceptions=self.settings.max_exceptions,
             exception_delay=self.settings.exception_delay, response_time=outcome.elapsed,
             exception=outcome.protocol == 'exception', asap=outcome.asap)
         records = outcome_records(record, outcome, self.now_ms, self.policy)
@@ -441,7 +438,10 @@ def run_until_drained(pipeline: beam.Pipeline, journal_dir: str, expected: int, 
     done = first = None
     try:
         while True:
+            read_start = time.time()
             done = read_journals(journal_dir).fetched
+            # reading the journal takes longer as it grows: look at most 10% of the time
+            wait_s = max(check_s, 9 * (time.time() - read_start))
             first = done if first is None else first
             if done >= expected or INTERRUPTED.is_set():
                 break
@@ -452,7 +452,7 @@ def run_until_drained(pipeline: beam.Pipeline, journal_dir: str, expected: int, 
                 last_log = now
             if str(result.state).rsplit('.', 1)[-1] in _ENDED:
                 return read_journals(journal_dir).fetched
-            INTERRUPTED.wait(check_s)
+            INTERRUPTED.wait(wait_s)
     finally:
         _cancel(result, flink_rest)
     log.info('%s finished in %.1f s: %d URLs', what, time.time() - started, done)
