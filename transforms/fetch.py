@@ -18,8 +18,8 @@ from beamcrawl.transforms.dbio import Record
 from beamcrawl.transforms.dns import Resolver
 from beamcrawl.transforms.fetcher import Fetcher, FetcherSettings, HttpSettings
 from beamcrawl.transforms.fetcher.journal import JournalWriter, commit_run
-from beamcrawl.transforms.policy.partition import partition, queue_key
-from beamcrawl.transforms.policy.urls import UrlPolicy, scheme_host
+from beamcrawl.transforms.policy.partition import partition, url_queue
+from beamcrawl.transforms.policy.urls import UrlPolicy
 
 __all__ = ['FetchSegment']
 
@@ -34,9 +34,8 @@ class _KeyBySlotFn(beam.DoFn):
         self._resolve = Resolver()
 
     def process(self, record):
-        host = scheme_host(record['url'])[1]
-        qid = queue_key(host, self.mode, domain_of=self.policy.domains.domain,
-                        resolve=self._resolve) if host else None
+        qid = url_queue(record['url'], self.mode, domain_of=self.policy.domains.domain,
+                        resolve=self._resolve)
         yield partition(qid or record['url'], self.slots), (qid, record)
 
 

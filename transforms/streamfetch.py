@@ -69,9 +69,9 @@ from beamcrawl.transforms.fetcher.settings import FetcherSettings
 from beamcrawl.transforms.interrupts import INTERRUPTED
 from beamcrawl.transforms.fetcher.journal import SOURCE_KEY
 from beamcrawl.transforms.layout import CRAWL_FETCH
-from beamcrawl.transforms.policy.partition import queue_key
+from beamcrawl.transforms.policy.partition import url_queue
 from beamcrawl.transforms.policy.politeness import FetchQueue, request_ended
-from beamcrawl.transforms.policy.urls import UrlPolicy, scheme_host
+from beamcrawl.transforms.policy.urls import UrlPolicy
 
 __all__ = ['PoliteFetch', 'StreamingFetchSegment', 'FetchListStayingOpen', 'run_until_drained',
            'ThreadedRequests', 'UNRESOLVED']
@@ -375,9 +375,8 @@ class _KeyByQueueFn(beam.DoFn):
         self._resolve = Resolver()
 
     def process(self, record):
-        host = scheme_host(record['url'])[1]
-        qid = queue_key(host, self.mode, domain_of=self.policy.domains.domain,
-                        resolve=self._resolve) if host else None
+        qid = url_queue(record['url'], self.mode, domain_of=self.policy.domains.domain,
+                        resolve=self._resolve)
         yield qid or UNRESOLVED, record
 
 

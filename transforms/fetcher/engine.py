@@ -32,9 +32,9 @@ from beamcrawl.transforms.fetcher.redirects import target_record
 from beamcrawl.transforms.fetcher.request import Outcome, Requester, fetch_record
 from beamcrawl.transforms.fetcher.settings import FetcherSettings
 from beamcrawl.transforms.layout import CONTENT, CRAWL_FETCH
-from beamcrawl.transforms.policy.partition import queue_key
+from beamcrawl.transforms.policy.partition import url_queue
 from beamcrawl.transforms.policy.politeness import FetchQueues
-from beamcrawl.transforms.policy.urls import UrlPolicy, scheme_host
+from beamcrawl.transforms.policy.urls import UrlPolicy
 
 __all__ = ['Fetcher']
 
@@ -104,10 +104,7 @@ class Fetcher:
     # -- the caller's side ----------------------------------------------------------------
     def queue_of(self, url: str) -> Optional[str]:
         """The queue id of a URL (None: its host has no address, in byIP mode)."""
-        host = scheme_host(url)[1]
-        if not host:
-            return None
-        return queue_key(host, self.settings.queue_mode, domain_of=self.policy.domains.domain,
+        return url_queue(url, self.settings.queue_mode, domain_of=self.policy.domains.domain,
                          resolve=self.resolve)
 
     def add(self, qid: Optional[str], record: dict) -> None:

@@ -10,6 +10,8 @@
 import zlib
 from typing import Callable, Optional
 
+from beamcrawl.transforms.policy.urls import scheme_host
+
 __all__ = ['QUEUE_MODES', 'queue_key', 'partition', 'scatter_key']
 
 QUEUE_MODES = ('byHost', 'byDomain', 'byIP')
@@ -26,6 +28,14 @@ def queue_key(host: str, mode: str, *, domain_of: Callable[[str], str],
     if mode != 'byHost':
         raise ValueError(f'queue mode {mode!r}: expected one of {QUEUE_MODES}')
     return host
+
+
+def url_queue(url: str, mode: str, *, domain_of: Callable[[str], str],
+              resolve: Callable[[str], str]) -> Optional[str]:
+    """The queue id of a URL (queue_key of its host); None when it has no host or, in byIP
+    mode, its host has no address."""
+    host = scheme_host(url)[1]
+    return queue_key(host, mode, domain_of=domain_of, resolve=resolve) if host else None
 
 
 def partition(key: str, num_parts: int) -> int:
