@@ -61,6 +61,7 @@ from apache_beam.utils.timestamp import Duration, Timestamp
 from beamcrawl.transforms import metrics
 from beamcrawl.transforms.dbio import Record, iter_records
 from beamcrawl.transforms.dns import Resolver
+from beamcrawl.transforms.errors import UserError
 from beamcrawl.transforms.fetcher.http import HttpClient, HttpSettings
 from beamcrawl.transforms.fetcher.journal import JournalWriter, read_journals
 from beamcrawl.transforms.fetcher.request import (Outcome, Requester, fetch_record,
@@ -430,8 +431,8 @@ def run_until_drained(pipeline: beam.Pipeline, journal_dir: str, expected: int, 
                       check_s: float, progress_s: float, what: str, flink_rest: str) -> int:
     """Runs a streaming fetch job until its journal holds `expected` generated URLs, logging
     progress; then cancels it, on the cluster itself (`flink_rest`: Flink's REST host:port).
-    Returns how many are done (fewer when the job ended by itself: it failed or was cancelled
-    from outside, or the command was interrupted)."""
+    Returns how many are done (fewer after an interrupt); a job that ends by itself (failed, or
+    cancelled from outside) is a UserError saying how many are done."""
     started = last_log = time.time()
     result = pipeline.run()
     done = first = None
@@ -449,8 +450,12 @@ def run_until_drained(pipeline: beam.Pipeline, journal_dir: str, expected: int, 
                 log.info('%s: %d of %d URLs done, %.1f pages/s', what, done, expected,
                          (done - first) / max(now - started, 1e-9))
                 last_log = now
-            if str(result.state).rsplit('.', 1)[-1] in _ENDED:
-                return read_journals(journal_dir).fetched
+            state = str(result.state).rsplit('.', 1)[-1]
+            if state in _ENDED:
+                done = read_journals(journal_dir).fetched
+                raise UserError(f'{what}: the Flink job ended ({state}) with {done} of '
+                                f'{expected} URLs done; rerun to fetch the rest (the journal '
+                                f'keeps what was fetched)')
             INTERRUPTED.wait(wait_s)
     finally:
         _cancel(result, flink_rest)
