@@ -217,9 +217,12 @@ def test_streaming_fetch_survives_a_killed_taskmanager(cluster, web, tmp_path):
             assert proc.poll() is None, proc.communicate()
             time.sleep(0.01)
         killed_at = journal.read_journals(journal_dir).fetched
-        for pid in cluster.pids()['taskmanager']:
+        killed = [pid for pid in cluster.pids()['taskmanager'] if pid_alive(pid)]
+        for pid in killed:
             os.kill(pid, signal.SIGKILL)
         assert killed_at < len(urls), 'the fetch ended before the kill'
+        while any(pid_alive(pid) for pid in killed):   # a JVM takes a while to die
+            time.sleep(0.01)
         cluster.start()                        # a new TaskManager; Flink restarts the job
         out, err = proc.communicate(timeout=600)
     finally:
