@@ -23,19 +23,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
-from bench_fetch import CLI, ROOT, build_sites, fetch_figures, prepare  # noqa: E402
+from bench_fetch import CLI, ROOT, arguments, build_sites, fetch_figures, prepare  # noqa: E402
 from tests.testweb import TestWeb  # noqa: E402
 from beamcrawl.transforms.localflink import LocalFlink  # noqa: E402
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('--hosts', type=int, default=100)
-    parser.add_argument('--pages', type=int, default=10)
-    parser.add_argument('--slow', type=int, default=4)
-    parser.add_argument('--slow-response', type=float, default=1.0)
-    parser.add_argument('--delay', type=float, default=1.0)
-    parser.add_argument('--threads', type=int, default=30)
+    arguments(parser)
+    parser.set_defaults(hosts=100, pages=10, slow=4)
     parser.add_argument('--parallelism', type=int, default=2)
     args = parser.parse_args()
     flink = LocalFlink(os.path.join(ROOT, '.flink'))
