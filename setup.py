@@ -44,9 +44,10 @@ setup(
         'lxml>=5.0',
         'matplotlib>=3.7',      # schedule-sim --plot
         'tantivy>=0.22',        # index and search: the index shards
+        'fastwarc>=2.0',        # WARC output (transforms/warc.py says why this library)
     ],
     extras_require={
-        'test': ['pytest>=8', 'pytest-timeout>=2.3'],
+        'test': ['pytest>=8', 'pytest-timeout>=2.3', 'warcio>=1.7'],
     },
     entry_points={'console_scripts': ['beamcrawl = beamcrawl.pipelines.cli:entry']},
 )

@@ -36,6 +36,7 @@ COMMANDS = {
     'dedup': 'beamcrawl.pipelines.dedup',
     'index': 'beamcrawl.pipelines.index',
     'search': 'beamcrawl.pipelines.search',
+    'warc-export': 'beamcrawl.pipelines.warc_export',
 }
 ALIASES = {'linkdb': 'invertlinks'}
 

@@ -37,7 +37,8 @@ def run(args, cfg, now, beam_args):
     from beamcrawl.transforms.streamfetch import (FetchListStayingOpen, StreamingFetchSegment,
                                                   run_until_drained)
     from beamcrawl.transforms.fetcher import journal
-    from beamcrawl.transforms.layout import CRAWL_FETCH, CRAWL_GENERATE, CrawlLayout, FETCH_PARTS
+    from beamcrawl.transforms.layout import (CRAWL_FETCH, CRAWL_GENERATE, FETCH_PARTS, WARC,
+                                             CrawlLayout)
     from beamcrawl.transforms.records import complete_datum
     from beamcrawl.transforms.runtime import make_pipeline, run_pipeline
     if not cfg['http.agent.name'].strip():
@@ -50,7 +51,9 @@ def run(args, cfg, now, beam_args):
     crawl = CrawlLayout(args.crawl_dir)
     segment = crawl.pick_segment(args.segment, CRAWL_FETCH, CRAWL_GENERATE)
     fetcher = settings.fetcher_settings(cfg, args.threads)
-    parts = FETCH_PARTS if fetcher.store_content else (CRAWL_FETCH,)
+    parts = (FETCH_PARTS if fetcher.store_content else (CRAWL_FETCH,))
+    if fetcher.store_warc:                     # crawl_fetch stays last: it marks the fetch done
+        parts = parts[:-1] + (WARC,) + parts[-1:]
     generate_files = crawl.part_files(segment, CRAWL_GENERATE)
     journal_dir = crawl.fetch_journal(segment)
     with crawl.segment_update(segment, parts, 'fetch') as update:
@@ -92,10 +95,11 @@ def run(args, cfg, now, beam_args):
                               f'resume', interrupts.exit_code())
         journal.write_queue_times(crawl.fetch_times(segment), after.queue_times)
         tmp = {part: update.tmp[part] for part in parts}
+        info = _warc_info(segment, now, common['http'].user_agent)
         if args.streaming:
-            journal.publish_attempts(journal_dir, tmp, after.done)
+            journal.publish_attempts(journal_dir, tmp, after.done, info)
         else:
-            journal.publish_journals(journal_dir, run_id, tmp, before.done)
+            journal.publish_journals(journal_dir, run_id, tmp, before.done, info)
     layout.delete(journal_dir)
     statuses = {k.split('.', 2)[2]: v for k, v in counters.items()
                 if k.startswith('fetch.status.')}
@@ -110,6 +114,13 @@ def run(args, cfg, now, beam_args):
     if cfg['fetcher.parse']:
         parse_segment(crawl, segment, cfg, now, beam_args)
     return 0
+
+
+def _warc_info(segment, now, agent):
+    """What the warcinfo record of the segment's WARC files says (dated --now)."""
+    from beamcrawl.transforms.fetcher.journal import WarcInfo
+    from beamcrawl.transforms.warc import warcinfo_fields
+    return WarcInfo(warcinfo_fields(segment, agent), now)
 
 
 def _streaming_args(beam_args):

@@ -35,17 +35,20 @@ log = logging.getLogger('beamcrawl')
 __all__ = ['CrawlLayout', 'DbLayout', 'DbUpdate', 'SegmentUpdate', 'Lock', 'PART_GLOB',
            'part_file', 'exists', 'list_files', 'delete', 'mkdirs', 'rename',
            'CRAWL_GENERATE', 'CRAWL_FETCH', 'CONTENT', 'PARSE_TEXT', 'PARSE_DATA', 'CRAWL_PARSE',
-           'SEGMENT_PARTS', 'FETCH_PARTS', 'PARSE_PARTS']
+           'WARC', 'WARC_GLOB', 'warc_file', 'SEGMENT_PARTS', 'FETCH_PARTS', 'PARSE_PARTS']
 
 # The parts of a segment, by directory name.
 CRAWL_GENERATE, CRAWL_FETCH, CONTENT = 'crawl_generate', 'crawl_fetch', 'content'
 PARSE_TEXT, PARSE_DATA, CRAWL_PARSE = 'parse_text', 'parse_data', 'crawl_parse'
-SEGMENT_PARTS = (CRAWL_GENERATE, CRAWL_FETCH, CONTENT, PARSE_TEXT, PARSE_DATA, CRAWL_PARSE)
+WARC = 'warc'              # WARC files (part-NNNNN.warc.gz), not Avro: fetcher.store.warc
+SEGMENT_PARTS = (CRAWL_GENERATE, CRAWL_FETCH, CONTENT, PARSE_TEXT, PARSE_DATA, CRAWL_PARSE,
+                 WARC)
 # What fetch and parse publish, in publishing order: the last one marks the step done.
 FETCH_PARTS = (CONTENT, CRAWL_FETCH)
 PARSE_PARTS = (PARSE_TEXT, PARSE_DATA, CRAWL_PARSE)
 
 PART_GLOB = 'part-*.avro'
+WARC_GLOB = 'part-*.warc.gz'
 APPLIED = '_applied_segments'      # inside a db version: segments already merged into it
 # A database version's partitioning: part i holds the keys k with crc32(k) mod N == i, each part
 # sorted by key (written by inject, updatedb and invertlinks; docs/crawl-dir.md).
@@ -57,6 +60,11 @@ _LOCK_NAME = '.locked'
 def part_file(directory: str, index: int) -> str:
     """The path of part number `index` in a part directory: part-NNNNN.avro."""
     return FileSystems.join(directory, f'part-{index:05d}.avro')
+
+
+def warc_file(directory: str, index: int) -> str:
+    """The path of WARC file number `index` in a segment's warc/ part: part-NNNNN.warc.gz."""
+    return FileSystems.join(directory, f'part-{index:05d}.warc.gz')
 
 
 def _join(*parts: str) -> str:
@@ -438,7 +446,8 @@ class CrawlLayout:
                 if self.has_part(n, needed_part) and n not in applied], []
 
     def part_files(self, segment: str, part: str) -> List[str]:
-        return list_files(_join(self.segment_part(segment, part), PART_GLOB))
+        return list_files(_join(self.segment_part(segment, part),
+                                WARC_GLOB if part == WARC else PART_GLOB))
 
     def part_tmp_dir(self, segment: str, part: str) -> str:
         """Where a part is written before it is published."""

@@ -118,6 +118,7 @@ def fetcher_settings(cfg, threads: Optional[int] = None) -> FetcherSettings:
         throughput_retries=cfg['fetcher.throughput.threshold.retries'],
         throughput_after_s=cfg['fetcher.throughput.threshold.check.after'] * 60.0,
         store_content=cfg['fetcher.store.content'],
+        store_warc=cfg['fetcher.store.warc'],
         max_url_length=cfg['db.max.outlink.length'],
         progress_s=cfg['fetcher.progress.seconds'])
 
@@ -141,7 +142,7 @@ def http_settings(cfg, threads: int) -> HttpSettings:
                         content_limit=cfg['http.content.limit'],
                         hard_limit=cfg['http.content.hard.limit'], proxy=proxy,
                         if_modified_since=cfg['http.enable.if.modified.since.header'],
-                        pool_size=max(10, threads))
+                        pool_size=max(10, threads), keep_exchange=cfg['fetcher.store.warc'])
 
 
 def outlink_rules(cfg) -> OutlinkRules:

@@ -29,9 +29,9 @@ from beamcrawl.transforms.fetcher.journal import SOURCE_KEY
 from beamcrawl.transforms.interrupts import INTERRUPTED
 from beamcrawl.transforms.fetcher.monitor import Monitor, Progress, log_progress
 from beamcrawl.transforms.fetcher.redirects import target_record
-from beamcrawl.transforms.fetcher.request import Outcome, Requester, fetch_record
+from beamcrawl.transforms.fetcher.request import Outcome, Requester, fetch_record, warc_record
 from beamcrawl.transforms.fetcher.settings import FetcherSettings
-from beamcrawl.transforms.layout import CONTENT, CRAWL_FETCH
+from beamcrawl.transforms.layout import CONTENT, CRAWL_FETCH, WARC
 from beamcrawl.transforms.policy.partition import url_queue
 from beamcrawl.transforms.policy.politeness import FetchQueues
 from beamcrawl.transforms.policy.urls import UrlPolicy
@@ -282,6 +282,9 @@ class Fetcher:
         self.progress.errors += 1 if outcome.protocol in ('exception', 'failed') else 0
         if outcome.content is not None:
             self._emit_content(item, outcome.content)
+        if outcome.warc is not None:
+            self._emit(WARC, warc_record(item.url, item.root.url, outcome.warc))
+            self._result_bytes += len(outcome.warc)
         if outcome.target:
             self._redirect(item, outcome.target, temp=outcome.protocol == 'temp_moved')
         self._emit_fetch(item, outcome.protocol, outcome.code, error=outcome.error,

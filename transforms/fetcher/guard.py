@@ -109,8 +109,14 @@ def guarded_pool_classes(watchdog: Watchdog, policy: Optional[AddressPolicy]):
     and, when `policy` is given, refuse denied peers."""
 
     class _Guarded:
+        peer_address = None        # the address connected to (for WARC-IP-Address)
+
         def _new_conn(self):
             sock = super()._new_conn()
+            try:
+                self.peer_address = sock.getpeername()[0].split('%', 1)[0]
+            except OSError:
+                self.peer_address = None
             if policy is not None:
                 peer = sock.getpeername()[0]
                 reason = policy.denied(ipaddress.ip_address(peer.split('%', 1)[0]))

@@ -2,11 +2,13 @@
 conditional GET, a content limit, and gzip/deflate decoded here with a hard cap on decoded bytes
 (urllib3's decoder is bypassed so that a gzip bomb cannot exhaust memory). Every request runs
 under the guards of guard.py: a deadline for the whole request, and (without a proxy) the
-address policy checked on the address actually connected to."""
+address policy checked on the address actually connected to. With `keep_exchange`, a response
+also carries the exchange as it went over the wire (for WARC records: transforms/warc.py)."""
 
 import dataclasses
 import email.utils
 import time
+import urllib.parse
 import zlib
 from typing import Dict, Optional
 
@@ -16,6 +18,7 @@ from requests.adapters import HTTPAdapter
 
 from beamcrawl.transforms.fetcher.guard import DeniedAddress, Watchdog, guarded_pool_classes
 from beamcrawl.transforms.policy.addresses import AddressPolicy
+from beamcrawl.transforms.warc import RawExchange
 
 __all__ = ['HttpSettings', 'HttpResponse', 'HttpClient', 'http_date']
 
@@ -35,6 +38,7 @@ class HttpSettings:
     if_modified_since: bool
     pool_size: int
     address: Optional[AddressPolicy] = None   # checked at connect time (not through a proxy)
+    keep_exchange: bool = False   # keep the raw exchange (fetcher.store.warc)
 
 
 @dataclasses.dataclass
@@ -48,6 +52,7 @@ class HttpResponse:
     elapsed: float = 0.0          # seconds from request start to body read
     denied: bool = False          # refused by the address policy: nothing was sent
     cut: bool = False             # stopped at its deadline (or by expire_all)
+    exchange: Optional[RawExchange] = None   # with keep_exchange, when a response came
 
 
 def http_date(ms: int) -> str:
@@ -149,9 +154,13 @@ class HttpClient:
             original = getattr(resp.raw, '_original_response', None)
             if original is not None:     # a header block cut short is a failure, not a 200
                 urllib3.util.response.assert_header_parsing(original.msg)
+            raw = [] if self.settings.keep_exchange else None
             body, truncated = self._read(resp, self.settings.content_limit if limit is None
-                                         else limit, deadline)
+                                         else limit, deadline, raw)
             result = HttpResponse(url, resp.status_code, dict(resp.headers), body, truncated)
+            if raw is not None:
+                result.exchange = self._exchange(url, prepared, resp, b''.join(raw), start,
+                                                 truncated)
         except DeniedAddress as e:
             result = HttpResponse(url, None, {}, error=str(e), denied=True)
         except (requests.RequestException, urllib3.exceptions.HTTPError, OSError, ValueError,
@@ -169,17 +178,40 @@ class HttpClient:
         result.elapsed = time.time() - start
         return result
 
-    def _read(self, resp, limit: int, deadline: float):
+    def _exchange(self, url: str, prepared, resp, body: bytes, start: float, truncated: bool
+                  ) -> RawExchange:
+        target = urllib.parse.urlsplit(prepared.url)
+        lines = [f'{prepared.method} {prepared.path_url} HTTP/1.1', f'Host: {target.netloc}']
+        lines += [f'{name}: {value}' for name, value in prepared.headers.items()]
+        request = ('\r\n'.join(lines) + '\r\n\r\n').encode('iso-8859-1', 'replace')
+        original = getattr(resp.raw, '_original_response', None)
+        if original is not None:
+            version = 'HTTP/1.0' if original.version == 10 else 'HTTP/1.1'
+            status = f'{version} {original.status} {original.reason}'.rstrip()
+            headers = list(original.msg.items())
+        else:
+            status = f'HTTP/1.1 {resp.status_code} {resp.reason or ""}'.rstrip()
+            headers = list(resp.headers.items())
+        peer = None
+        if not self.settings.proxy:
+            peer = getattr(getattr(resp.raw, '_connection', None), 'peer_address', None)
+        return RawExchange(url, request, status, headers, body, int(start * 1000),
+                           truncated, peer)
+
+    def _read(self, resp, limit: int, deadline: float, raw: Optional[list] = None):
         """(body, truncated by the content limit). A body that ends before its Content-Length
-        or after the deadline raises (a failure, never a short success)."""
+        or after the deadline raises (a failure, never a short success). The bytes received,
+        before content decoding, are appended to `raw` when given."""
         cap = self.settings.hard_limit if limit < 0 else min(limit, self.settings.hard_limit)
         encoding = resp.headers.get('Content-Encoding', '').strip().lower()
         decoder = _Decoder(encoding) if encoding in ('gzip', 'x-gzip', 'deflate') else None
         if decoder and encoding == 'x-gzip':
             decoder = _Decoder('gzip')
         parts, size = [], 0
-        for raw in resp.raw.stream(_CHUNK, decode_content=False):
-            data = decoder.feed(raw, cap + 1 - size) if decoder else raw
+        for received in resp.raw.stream(_CHUNK, decode_content=False):
+            if raw is not None:
+                raw.append(received)
+            data = decoder.feed(received, cap + 1 - size) if decoder else received
             parts.append(data)
             size += len(data)
             while decoder and decoder.has_more and size <= cap:

@@ -4,6 +4,7 @@ A fetch writes into `segments/<seg>/.fetch/` (docs/crawl-dir.md, "Fetching"):
 
   run-<id>/<writer>.crawl_fetch.avro   CrawlDatum records, appended as results complete
   run-<id>/<writer>.content.avro       Content records, appended as results complete
+  run-<id>/<writer>.warc.avro          WARC records of each exchange (fetcher.store.warc)
   run-<id>.committed                   the journal files of bundles the runner committed
 
 Every record carries `_src_` in its metadata: the generated URL it stems from. A generated URL
@@ -15,12 +16,16 @@ block. Records of a URL that is not done are dropped: the URL is fetched again.
 
 A resumed fetch reads every journal first: done URLs are not requested again, and the last
 request to each politeness queue sets when its next request may start. At the end, the journal
-files become the segment's crawl_fetch and content parts.
+files become the segment's crawl_fetch and content parts, and the WARC journal records become
+the segment's WARC files (transforms/warc.py): the WARC records themselves (gzip members) are
+made when the page arrives, the journal keeps them with the URL they belong to until the fetch
+is published.
 """
 
+import dataclasses
 import json
 import uuid
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 import fastavro
 from apache_beam.io.filesystem import CompressionTypes
@@ -28,15 +33,23 @@ from apache_beam.io.filesystems import FileSystems
 
 from beamcrawl.transforms import layout
 from beamcrawl.transforms.dbio import write_avro_file
-from beamcrawl.transforms.layout import CONTENT, CRAWL_FETCH
+from beamcrawl.transforms.layout import CONTENT, CRAWL_FETCH, WARC
 from beamcrawl.transforms.records import CONTENT_SCHEMA, CRAWL_DATUM_SCHEMA
+from beamcrawl.transforms.warc import write_warc_file
 
-__all__ = ['SOURCE_KEY', 'JournalWriter', 'JournalState', 'read_journals', 'commit_run',
+__all__ = ['SOURCE_KEY', 'WarcInfo', 'JournalWriter', 'JournalState', 'read_journals', 'commit_run',
            'publish_journals', 'publish_attempts', 'queue_times_of', 'new_run_id', 'write_queue_times',
            'read_queue_times']
 
 SOURCE_KEY = '_src_'                   # metadata: the generated URL a record stems from
-_SCHEMAS = {CRAWL_FETCH: CRAWL_DATUM_SCHEMA, CONTENT: CONTENT_SCHEMA}
+# The WARC records of one exchange, as gzip members, with the URL they are of.
+WARC_JOURNAL_SCHEMA = {
+    'type': 'record', 'name': 'WarcExchange', 'namespace': 'beamcrawl.journal',
+    'fields': [{'name': 'url', 'type': 'string'},
+               {'name': 'metadata', 'type': {'type': 'map', 'values': 'string'}},
+               {'name': 'warc', 'type': 'bytes'}],
+}
+_SCHEMAS = {CRAWL_FETCH: CRAWL_DATUM_SCHEMA, CONTENT: CONTENT_SCHEMA, WARC: WARC_JOURNAL_SCHEMA}
 _PARSED = {part: fastavro.parse_schema(schema) for part, schema in _SCHEMAS.items()}
 
 
@@ -61,10 +74,10 @@ class JournalWriter:
         return FileSystems.join(self.directory, f'{self.name}.{part}.avro')
 
     def write(self, results: List[Tuple[str, dict]]) -> None:
-        """Writes (part, record) pairs and flushes them to the OS: all content records first,
-        then the crawl_fetch records in their order, so that once a URL's own crawl_fetch
-        record is written everything it led to is too."""
-        for wanted in (CONTENT, CRAWL_FETCH):
+        """Writes (part, record) pairs and flushes them to the OS: all content and WARC records
+        first, then the crawl_fetch records in their order, so that once a URL's own
+        crawl_fetch record is written everything it led to is too."""
+        for wanted in (CONTENT, WARC, CRAWL_FETCH):
             records = [record for part, record in results if part == wanted]
             if not records:
                 continue
@@ -171,12 +184,34 @@ def _committed(journal_dir: str, run_id: str) -> Optional[List[str]]:
         return json.loads(f.read().decode('utf-8'))
 
 
+@dataclasses.dataclass(frozen=True)
+class WarcInfo:
+    """What the warcinfo record opening each published WARC file says, and its date."""
+    fields: Tuple[Tuple[str, str], ...]
+    date_ms: int
+
+
+def _write_part(part: str, directory: str, index: int, records: Iterable[dict],
+                warc_info: Optional[WarcInfo]) -> None:
+    if part != WARC:
+        write_avro_file(layout.part_file(directory, index), _SCHEMAS[part], records)
+        return
+    if warc_info is None:
+        raise ValueError('publishing WARC files needs their warcinfo')
+    write_warc_file(layout.warc_file(directory, index), warc_info.fields, warc_info.date_ms,
+                    (record['warc'] for record in records),
+                    lambda path: FileSystems.create(
+                        path, compression_type=CompressionTypes.UNCOMPRESSED))
+
+
 def publish_journals(journal_dir: str, run_id: str, tmp: Dict[str, str],
-                     done_before: Dict[str, dict]) -> Dict[str, int]:
+                     done_before: Dict[str, dict], warc_info: Optional[WarcInfo] = None
+                     ) -> Dict[str, int]:
     """Turns the journals into part files in the `tmp` part directories ({part: directory}):
-    the committed files of run `run_id` are renamed as they are; the records of URLs done in
-    earlier runs (`done_before`) are copied out of their runs' journals, each record once,
-    other records dropped. Returns {part: number of part files}."""
+    the committed files of run `run_id` are renamed as they are (WARC journals are written out
+    as WARC files); the records of URLs done in earlier runs (`done_before`) are copied out of
+    their runs' journals, each record once, other records dropped. Returns {part: number of
+    part files}."""
     committed = _committed(journal_dir, run_id)
     if committed is None:
         raise RuntimeError(f'{journal_dir}: run {run_id} has no commit file; not published')
@@ -186,14 +221,17 @@ def publish_journals(journal_dir: str, run_id: str, tmp: Dict[str, str],
         layout.mkdirs(directory)
         index = 0
         for path in sorted(p for p in _journal_files(journal_dir, part) if p in committed):
-            layout.rename(path, layout.part_file(directory, index))
+            if part == WARC:
+                _write_part(part, directory, index, _tolerant_records(path), warc_info)
+            else:
+                layout.rename(path, layout.part_file(directory, index))
             index += 1
         if done_before:
             kept = _records_of(journal_dir, part, done_before, exclude_run=run_id)
-            write_avro_file(layout.part_file(directory, index), _SCHEMAS[part], kept)
+            _write_part(part, directory, index, kept, warc_info)
             index += 1
         if index == 0:
-            write_avro_file(layout.part_file(directory, 0), _SCHEMAS[part], [])
+            _write_part(part, directory, 0, [], warc_info)
             index = 1
         counts[part] = index
     return counts
@@ -246,15 +284,14 @@ def _records_of(journal_dir: str, part: str, done: Dict[str, dict],
             yield record
 
 
-def publish_attempts(journal_dir: str, tmp: Dict[str, str], done: Dict[str, dict]
-                     ) -> Dict[str, int]:
+def publish_attempts(journal_dir: str, tmp: Dict[str, str], done: Dict[str, dict],
+                     warc_info: Optional[WarcInfo] = None) -> Dict[str, int]:
     """The streaming fetch's publication: one part file per part in the `tmp` part directories
     ({part: directory}) with the records of every done URL, each from its first complete
     attempt. Returns {part: number of part files}."""
     for part, directory in tmp.items():
         layout.mkdirs(directory)
-        write_avro_file(layout.part_file(directory, 0), _SCHEMAS[part],
-                        _records_of(journal_dir, part, done))
+        _write_part(part, directory, 0, _records_of(journal_dir, part, done), warc_info)
     return {part: 1 for part in tmp}
 
 

@@ -20,13 +20,14 @@ from beamcrawl.transforms.fetcher.journal import SOURCE_KEY
 from beamcrawl.transforms.fetcher.redirects import redirect_target, target_record
 from beamcrawl.transforms.fetcher.robots_cache import RobotsCache
 from beamcrawl.transforms.fetcher.settings import FetcherSettings
-from beamcrawl.transforms.layout import CONTENT, CRAWL_FETCH
+from beamcrawl.transforms.layout import CONTENT, CRAWL_FETCH, WARC
 from beamcrawl.transforms.policy.protocol import CONTENT_KEPT, fetch_status, protocol_status
 from beamcrawl.transforms.policy.scoring import CRAWL_SCORE_KEY
 from beamcrawl.transforms.policy.urls import UrlPolicy
 from beamcrawl.transforms.records import content as content_record
+from beamcrawl.transforms.warc import exchange_records
 
-__all__ = ['Outcome', 'Requester', 'fetch_record', 'outcome_records']
+__all__ = ['Outcome', 'Requester', 'fetch_record', 'outcome_records', 'warc_record']
 
 
 @dataclasses.dataclass
@@ -43,6 +44,7 @@ class Outcome:
     target: Optional[str] = None
     cut: bool = False                  # the request was cut (deadline or time limit)
     end: float = 0.0                   # when the request ended (epoch s; 0: none was sent)
+    warc: Optional[bytes] = None       # WARC records of the exchange (fetcher.store.warc)
 
 
 class Requester:
@@ -105,6 +107,8 @@ class Requester:
                 fetch_time=self.now_ms, http_code=resp.code, headers=resp.headers,
                 truncated=resp.truncated,
                 metadata={CRAWL_SCORE_KEY: repr(float(record['score']))})
+        if resp.exchange is not None:
+            outcome.warc = exchange_records(resp.exchange)
         if protocol in ('moved', 'temp_moved'):
             outcome.target, why = redirect_target(url, resp.headers.get('Location', ''),
                                                   self.policy, self.settings.max_url_length)
@@ -126,16 +130,24 @@ def fetch_record(record: dict, protocol: str, code: Optional[int], now_ms: int, 
                 signature=signature, protocol_status=protocol, http_code=code)
 
 
+def warc_record(url: str, source: str, data: bytes) -> dict:
+    """The journal record of the WARC records (gzip members) of `url`'s exchange."""
+    return {'url': url, 'metadata': {SOURCE_KEY: source}, 'warc': data}
+
+
 def outcome_records(record: dict, outcome: Outcome, now_ms: int, policy: UrlPolicy
                     ) -> List[Tuple[str, dict]]:
     """The (part, record) pairs of a generated URL whose redirect (if any) is recorded, not
-    followed: its content, the `linked` record of the target, then its own crawl_fetch record
+    followed: its content and WARC records, the `linked` record of the target, then its own
+    crawl_fetch record
     (last, as the journal wants: fetcher/journal.py). Every record carries `_src_`."""
     url = record['url']
     out: List[Tuple[str, dict]] = []
     if outcome.content is not None:
         outcome.content['metadata'][SOURCE_KEY] = url
         out.append((CONTENT, outcome.content))
+    if outcome.warc is not None:
+        out.append((WARC, warc_record(url, url, outcome.warc)))
     if outcome.target:
         linked = target_record(record, outcome.target, temp=outcome.protocol == 'temp_moved',
                                status='linked', now_ms=now_ms, policy=policy)

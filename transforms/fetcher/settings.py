@@ -27,5 +27,6 @@ class FetcherSettings:
     throughput_retries: int           # fetcher.throughput.threshold.retries
     throughput_after_s: float         # fetcher.throughput.threshold.check.after, in s
     store_content: bool               # fetcher.store.content
+    store_warc: bool                  # fetcher.store.warc
     max_url_length: int               # db.max.outlink.length (redirect targets)
     progress_s: float                 # fetcher.progress.seconds
