@@ -37,6 +37,7 @@ COMMANDS = {
     'index': 'beamcrawl.pipelines.index',
     'search': 'beamcrawl.pipelines.search',
     'warc-export': 'beamcrawl.pipelines.warc_export',
+    'sitemap': 'beamcrawl.pipelines.sitemap',
 }
 ALIASES = {'linkdb': 'invertlinks'}
 

@@ -29,19 +29,30 @@ def add_arguments(parser):
 
 
 def run(args, cfg, now, beam_args):
-    from beamcrawl.transforms import bulk, layout, metrics, settings
-    from beamcrawl.transforms.inject import (
-        InjectMapper, InjectReducer, OLD_INPUT, SEED_INPUT, SeedReader, seed_files)
+    from beamcrawl.transforms.inject import seed_files
     from beamcrawl.transforms.layout import CrawlLayout
+    counters = inject_files(CrawlLayout(args.crawl_dir), seed_files(args.seeds), cfg, now,
+                            beam_args, overwrite=args.overwrite, update=args.update,
+                            normalize=not args.no_normalize, filter_urls=not args.no_filter,
+                            clean_old=args.filter_normalize_all)
+    print_summary('inject', counters)
+    return 0
+
+
+def inject_files(crawl, paths, cfg, now, beam_args, *, overwrite=False, update=False,
+                 normalize=True, filter_urls=True, clean_old=False, command='inject'):
+    """Injects seed files into the crawl's crawldb (one update, under its lock); returns the
+    counters."""
+    from beamcrawl.transforms import bulk, layout, settings
+    from beamcrawl.transforms.inject import (
+        InjectMapper, InjectReducer, OLD_INPUT, SEED_INPUT, SeedReader)
     from beamcrawl.transforms.records import CRAWL_DATUM_SCHEMA
     from beamcrawl.transforms.runtime import local_workers, make_pipeline, run_pipeline
-    crawl = CrawlLayout(args.crawl_dir)
-    paths = seed_files(args.seeds)
     policy = settings.url_policy(cfg)
-    rules = settings.inject_rules(cfg, overwrite=args.overwrite, update=args.update)
+    rules = settings.inject_rules(cfg, overwrite=overwrite, update=update)
     reader = SeedReader(paths=paths, policy=policy, rules=rules, now=now,
-                        normalize=not args.no_normalize, filter_urls=not args.no_filter)
-    with crawl.crawldb.update(keep_backup=cfg['db.preserve.backup'], command='inject') as new:
+                        normalize=normalize, filter_urls=filter_urls)
+    with crawl.crawldb.update(keep_backup=cfg['db.preserve.backup'], command=command) as new:
         seed_units = bulk.text_units([(SEED_INPUT, f) for f in paths],
                                      per_unit=bulk.BYTES_PER_TEXT_UNIT)
         old_units = bulk.avro_units([(OLD_INPUT, f) for f in crawl.crawldb.part_files()],
@@ -53,23 +64,26 @@ def run(args, cfg, now, beam_args):
         partitions = bulk.choose_partitions(cfg['crawldb.partitions'], records, workers,
                                             crawl.crawldb)
         # A crawldb partitioned the same way is merged part by part, unless URLs may change.
-        old_parts = (None if args.filter_normalize_all
-                     else bulk.aligned_parts(crawl.crawldb, partitions))
-        mapper = InjectMapper(reader, clean_old=args.filter_normalize_all)
+        old_parts = None if clean_old else bulk.aligned_parts(crawl.crawldb, partitions)
+        mapper = InjectMapper(reader, clean_old=clean_old)
         p = make_pipeline(beam_args, cfg, records + (_SEED_WEIGHT - 1) * seeds)
         _ = p | 'Inject' >> bulk.MapReduce(
             units=seed_units if old_parts else seed_units + old_units, mapper=mapper,
             reducer=InjectReducer(rules, mapper, old_parts), partitions=partitions,
             scratch=new.scratch, out_dir=new.dir)
-        counters = run_pipeline(p, 'inject')
+        counters = run_pipeline(p, command)
         crawl.crawldb.write_note(new.dir, layout.PARTITIONS_NOTE, str(partitions))
+    return counters
+
+
+def print_summary(what, counters):
+    from beamcrawl.transforms import metrics
     c = lambda name: counters.get(name, 0)  # noqa: E731
-    print(f'inject: {c(metrics.INJECT_INJECTED)} injected, {c(metrics.INJECT_NEW)} new, '
+    print(f'{what}: {c(metrics.INJECT_INJECTED)} injected, {c(metrics.INJECT_NEW)} new, '
           f'{c(metrics.INJECT_ALREADY_KNOWN)} already known, {c(metrics.INJECT_MERGED)} merged, '
           f'{c(metrics.INJECT_FILTERED)} filtered, {c(metrics.INJECT_MALFORMED)} malformed, '
           f'{c(metrics.INJECT_DUPLICATE)} duplicate; crawldb has {c(metrics.CRAWLDB_RECORDS)} '
           f'records')
-    return 0
 
 
 if __name__ == '__main__':

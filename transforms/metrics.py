@@ -74,6 +74,21 @@ INDEX_SKIPPED = 'index.skipped'                 # fetched pages whose parse fail
 INDEX_SHARDS_WRITTEN = 'index.shards_written'   # shards given a new version
 DEDUP_DUPLICATES = 'dedup.duplicates'           # pages marked db_duplicate
 
+# sitemap (transforms/sitemap.py)
+SITEMAP_SITES = 'sitemap.sites'                  # sites whose robots.txt was read (--from-robots)
+SITEMAP_FROM_ROBOTS = 'sitemap.from_robots'      # sitemaps named by robots.txt Sitemap: lines
+SITEMAP_DEFAULT = 'sitemap.default_sitemap_xml'  # /sitemap.xml tried: robots.txt named none
+SITEMAP_FETCHED = 'sitemap.fetched'              # sitemaps fetched and read
+SITEMAP_FAILED = 'sitemap.failed.'               # + the fetch's protocol status (not read)
+SITEMAP_KIND = 'sitemap.kind.'                   # + urlset, index, text, rss, atom, empty, unknown
+SITEMAP_MALFORMED = 'sitemap.malformed'          # read up to a fault (or not at all): counted
+SITEMAP_DROPPED = 'sitemap.dropped.'             # + no_url, invalid_url, out_of_scope, over_limit,
+#                                                  bad_lastmod, bad_changefreq, bad_priority
+SITEMAP_URLS = 'sitemap.urls'                    # URLs found (first sitemap of a URL wins)
+SITEMAP_DUPLICATE = 'sitemap.duplicate_urls'     # URLs found again in a later sitemap
+SITEMAP_TOO_DEEP = 'sitemap.index_too_deep'      # sitemaps of an index beyond index.depth.max
+SITEMAP_OVER_COUNT = 'sitemap.over_count'        # sitemaps beyond sitemap.count.max, not fetched
+
 # invertlinks
 LINKDB_INVERTED = 'linkdb.inverted_links'       # (target, inlink) pairs produced
 LINKDB_PARTS_WRITTEN = 'linkdb.parts_written'   # linkdb partitions written

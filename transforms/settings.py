@@ -28,6 +28,7 @@ from beamcrawl.transforms.policy.schedule import (AdaptiveFetchSchedule, Default
                                                   schedule_kind)
 from beamcrawl.transforms.policy.scoring import OpicScoring
 from beamcrawl.transforms.policy.signature import signature_kind
+from beamcrawl.transforms.policy.sitemaps import SitemapLimits, SitemapSettings
 from beamcrawl.transforms.policy.updatedb import UpdateRules
 from beamcrawl.transforms.policy.urls import (BasicNormalizer, DomainHelper, RegexFilter,
                                               RegexNormalizer, RuleError, UrlPolicy)
@@ -83,6 +84,19 @@ def inject_rules(cfg, *, overwrite: bool = False, update: bool = False) -> Injec
                        overwrite=overwrite or cfg['db.injector.overwrite'],
                        update=update or cfg['db.injector.update'],
                        purge_gone=cfg['db.update.purge.404'])
+
+
+def sitemap_settings(cfg) -> SitemapSettings:
+    """What the `sitemap` command reads sitemaps with (transforms/sitemap.py)."""
+    return SitemapSettings(
+        limits=SitemapLimits(max_bytes=cfg['sitemap.size.max'],
+                             max_urls=cfg['sitemap.urls.max'],
+                             strict=cfg['sitemap.strict.parsing']),
+        depth_max=cfg['sitemap.index.depth.max'], count_max=cfg['sitemap.count.max'],
+        default_xml=cfg['sitemap.url.default.sitemap.xml'],
+        interval_default=cfg['db.fetch.interval.default'],
+        interval_min=cfg['db.fetch.schedule.adaptive.min_interval'],
+        interval_max=cfg['db.fetch.interval.max'])
 
 
 def generate_settings(cfg) -> GenerateSettings:

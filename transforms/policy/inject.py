@@ -2,9 +2,10 @@
 
 Seed line: `URL[<TAB>key=value]...`. Blank lines and lines starting with `#` are skipped.
 Reserved keys: `score` / `nutch.score` (float), `fetch_interval` / `nutch.fetchInterval`
-(int seconds), `fixed_interval` (true/false: keep the interval fixed) and Nutch's
-`nutch.fetchInterval.fixed=<seconds>` (sets the interval and keeps it fixed when > -1). Other
-keys become metadata. A bad value is reported and ignored; the URL is still injected (as Nutch).
+(int seconds), `fixed_interval` (true/false: keep the interval fixed), Nutch's
+`nutch.fetchInterval.fixed=<seconds>` (sets the interval and keeps it fixed when > -1) and
+`modified_time` (epoch ms: the page's last modification, e.g. a sitemap's lastmod; not a Nutch
+key). Other keys become metadata. A bad value is reported and ignored; the URL is still injected (as Nutch).
 
 docs/nutch-differences.md D6: a URL followed by `key=value` tokens separated by spaces instead of
 TABs is reported as malformed with a hint, instead of becoming part of the URL.
@@ -31,6 +32,7 @@ class SeedLine:
     score: Optional[float] = None
     fetch_interval: Optional[int] = None
     fixed: bool = False
+    modified_time: Optional[int] = None
     metadata: Tuple[Tuple[str, str], ...] = ()
     problems: Tuple[str, ...] = ()     # ignored metadata values, for the log
 
@@ -52,7 +54,7 @@ def parse_seed_line(line: str) -> Optional[SeedLine]:
     if _SPACE.search(url):
         if _SPACED_META.search(url):
             raise SeedError(f'metadata must be separated by TAB, not spaces: {url!r}')
-    score = interval = None
+    score = interval = modified = None
     fixed = False
     fixed_interval = None
     metadata: Dict[str, str] = {}
@@ -70,6 +72,10 @@ def parse_seed_line(line: str) -> Optional[SeedLine]:
                 if value.lower() not in _TRUE + _FALSE:
                     raise ValueError(value)
                 fixed = value.lower() in _TRUE
+            elif name == 'modified_time':
+                modified = int(value)
+                if not 0 <= modified < 2 ** 63:
+                    raise ValueError(value)
             elif name == 'nutch.fetchInterval.fixed':
                 seconds = int(value)
                 if seconds > -1:
@@ -81,7 +87,8 @@ def parse_seed_line(line: str) -> Optional[SeedLine]:
     if fixed_interval is not None:
         interval, fixed = fixed_interval, True
     return SeedLine(url=url, score=score, fetch_interval=interval, fixed=fixed,
-                    metadata=tuple(sorted(metadata.items())), problems=tuple(problems))
+                    modified_time=modified, metadata=tuple(sorted(metadata.items())),
+                    problems=tuple(problems))
 
 
 # A score is stored as an Avro float (32 bits), an interval as an Avro int (seconds).
@@ -123,7 +130,7 @@ def injected_datum(url: str, seed: SeedLine, rules: InjectRules, now: int) -> di
         metadata[METADATA_FIXED_INTERVAL] = str(float(interval))
     score = seed.score if seed.score is not None else rules.score_injected
     return crawl_datum(url, 'db_unfetched', fetch_time=now, fetch_interval=interval,
-                       score=score, metadata=metadata)
+                       score=score, metadata=metadata, modified_time=seed.modified_time or 0)
 
 
 def merge_injected(injected: Optional[dict], old: Optional[dict], rules: InjectRules
@@ -150,6 +157,8 @@ def merge_injected(injected: Optional[dict], old: Optional[dict], rules: InjectR
         merged['score'] = injected['score']
     if injected['fetch_interval'] != rules.interval_default:
         merged['fetch_interval'] = injected['fetch_interval']
+    if injected['modified_time'] > 0:
+        merged['modified_time'] = injected['modified_time']
     return merged, 'merged'
 
 

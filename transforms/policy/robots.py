@@ -7,7 +7,7 @@ docs/nutch-differences.md D16).
 """
 
 import dataclasses
-from typing import Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from protego import Protego
 
@@ -31,6 +31,12 @@ class RobotsRules:
         if self.kind != 'parsed':
             return None
         return self.parser.crawl_delay(self._agent(agents))
+
+    def sitemaps(self) -> List[str]:
+        """The URLs of its `Sitemap:` lines."""
+        if self.kind != 'parsed':
+            return []
+        return list(self.parser.sitemaps)
 
     def _agent(self, agents: Sequence[str]) -> str:
         """The first of our names that has a group of its own, else the first name (which then

@@ -1,0 +1,89 @@
+"""Inject the URLs of sitemaps into the crawldb (Nutch's `sitemap`).
+
+beamcrawl sitemap CRAWL_DIR (--from-robots | URL ...) [--conf FILE] [-D key=value] [--now T]
+URL: sitemaps to read (XML sitemaps, sitemap indexes, text sitemaps, RSS and Atom feeds, gzipped
+or not). --from-robots: the sitemaps named by the robots.txt of every site in the crawldb (or
+/sitemap.xml). Sitemaps are fetched politely, through the fetcher; lastmod becomes the modified
+time, changefreq the fetch interval, priority the score (docs/sitemaps.md).
+"""
+
+import sys
+
+from beamcrawl.pipelines.cli import run_command
+
+
+def add_arguments(parser):
+    parser.add_argument('crawl_dir', metavar='CRAWL_DIR')
+    parser.add_argument('urls', nargs='*', metavar='URL', help='sitemap URLs')
+    parser.add_argument('--from-robots', action='store_true',
+                        help="read the sitemaps of every site in the crawldb's robots.txt")
+    parser.add_argument('--threads', type=int, metavar='N',
+                        help='fetcher threads (fetcher.threads.fetch)')
+
+
+def run(args, cfg, now, beam_args):
+    import dataclasses
+    import apache_beam as beam
+    from beamcrawl.pipelines.inject import inject_files, print_summary
+    from beamcrawl.transforms import layout, metrics, settings
+    from beamcrawl.transforms.dbio import iter_records
+    from beamcrawl.transforms.errors import UserError
+    from beamcrawl.transforms.layout import CrawlLayout
+    from beamcrawl.transforms.runtime import make_pipeline, run_pipeline
+    from beamcrawl.transforms.sitemap import CollectSitemaps, sites_of
+    if bool(args.urls) == args.from_robots:
+        raise UserError('name sitemap URLs or give --from-robots (one of the two)')
+    if not cfg['http.agent.name'].strip():
+        raise UserError('http.agent.name is empty: name your crawler with '
+                        '-D http.agent.name=NAME or in --conf before fetching sitemaps')
+    if args.threads is not None and args.threads < 1:
+        raise UserError(f'--threads {args.threads}: expected at least 1')
+    crawl = CrawlLayout(args.crawl_dir)
+    policy = settings.url_policy(cfg)
+    urls, refused = [], []
+    for url in args.urls:
+        clean, why = policy.clean(url, normalize=cfg['sitemap.url.normalize'],
+                                  filter=cfg['sitemap.url.filter'])
+        (urls if clean else refused).append(clean or f'{url} ({why})')
+    if refused:
+        raise UserError(f'sitemap URLs refused by the URL policy: {", ".join(refused)}')
+    sites = []
+    if args.from_robots:
+        if not crawl.crawldb.part_files():
+            raise UserError(f'{crawl.crawldb.current}: no crawldb to read sites from')
+        sites = sites_of(r['url'] for r in iter_records(crawl.crawldb.part_files()))
+    fetcher = dataclasses.replace(settings.fetcher_settings(cfg, args.threads),
+                                  redirect_max=cfg['sitemap.redir.max'], store_content=True,
+                                  store_warc=False)
+    http = dataclasses.replace(settings.http_settings(cfg, fetcher.threads),
+                               content_limit=cfg['sitemap.size.max'], keep_exchange=False)
+    scratch = crawl.scratch_dir('sitemap')
+    layout.mkdirs(scratch)
+    try:
+        seeds = f'{scratch}/sitemap-urls.txt'
+        p = make_pipeline(beam_args, cfg)
+        _ = (p
+             | 'Start' >> beam.Create([(urls, sites)])
+             | 'Sitemaps' >> CollectSitemaps(settings=settings.sitemap_settings(cfg),
+                                             fetcher=fetcher, http=http, policy=policy, now=now,
+                                             out_path=seeds))
+        found = run_pipeline(p, 'sitemap')
+        c = lambda name: found.get(name, 0)  # noqa: E731
+        print(f'sitemap: {c(metrics.SITEMAP_FETCHED)} sitemaps read '
+              f'({c(metrics.SITEMAP_MALFORMED)} malformed, '
+              f'{sum(v for k, v in found.items() if k.startswith(metrics.SITEMAP_FAILED))} '
+              f'not fetched), {c(metrics.SITEMAP_URLS)} URLs found, '
+              f'{sum(v for k, v in found.items() if k.startswith(metrics.SITEMAP_DROPPED))} '
+              f'entries dropped')
+        counters = inject_files(crawl, [seeds], cfg, now, beam_args,
+                                update=cfg['sitemap.url.overwrite.existing'],
+                                normalize=cfg['sitemap.url.normalize'],
+                                filter_urls=cfg['sitemap.url.filter'], command='sitemap')
+    finally:
+        layout.delete(scratch)
+    print_summary('sitemap', counters)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(run_command('sitemap', sys.argv[1:]))

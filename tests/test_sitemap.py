@@ -1,0 +1,178 @@
+"""`beamcrawl sitemap` on the test web: every sitemap kind, indexes, robots.txt, the scope rule,
+a bomb and a broken sitemap, politeness, and how the found URLs enter the crawldb."""
+
+import gzip
+
+import pytest
+
+from beamcrawl.transforms.policy.sitemaps import parse_lastmod
+from tests.conftest import read_db, run_cli, write_seeds
+from tests.testweb import Page, html_page
+
+NOW = '2026-11-22T00:00:00Z'
+NOW_MS = 1795305600000
+DELAY = 0.2
+XML = 'application/xml'
+NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
+
+
+def _urlset(*entries):
+    return (f'<?xml version="1.0"?><urlset {NS}>' + ''.join(entries) + '</urlset>').encode()
+
+
+def _url(loc, **fields):
+    return f'<url><loc>{loc}</loc>' + ''.join(f'<{k}>{v}</{k}>' for k, v in fields.items()) + \
+        '</url>'
+
+
+def _index(*locs):
+    return (f'<sitemapindex {NS}>' + ''.join(f'<sitemap><loc>{loc}</loc></sitemap>'
+                                             for loc in locs) + '</sitemapindex>').encode()
+
+
+@pytest.fixture(scope='module')
+def sitemap_web(testweb):
+    add = testweb.add
+    add('sm.test', '/robots.txt', Page(body=b'User-agent: *\nDisallow: /private/\n'
+                                            b'Sitemap: http://sm.test/sitemap_index.xml\n',
+                                       content_type='text/plain'))
+    add('sm.test', '/sitemap_index.xml', Page(body=_index(
+        'http://sm.test/maps/a.xml', 'http://sm.test/maps/b.xml.gz', 'http://sm.test/maps/feed.rss',
+        'http://sm.test/maps/atom.xml', 'http://sm.test/maps/urls.txt',
+        'http://sm.test/maps/bomb.xml.gz', 'http://sm.test/maps/broken.xml',
+        'http://sm.test/maps/index2.xml', 'http://sm.test/private/hidden.xml',
+        'http://sm.test/maps/missing.xml'), content_type=XML))
+    add('sm.test', '/maps/a.xml', Page(body=_urlset(
+        _url('http://sm.test/daily', lastmod='2026-11-01', changefreq='daily', priority='0.9'),
+        _url('http://sm.test/always', changefreq='always', priority='0.1'),
+        _url('http://sm.test/never', changefreq='never'),
+        _url('http://sm.test/plain'),
+        _url('http://elsewhere.test/not-vouched')), content_type=XML))
+    add('sm.test', '/maps/b.xml.gz', Page(body=gzip.compress(_urlset(
+        _url('http://sm.test/from-gzip', changefreq='weekly'))),
+        content_type='application/x-gzip'))
+    add('sm.test', '/maps/feed.rss', Page(body=(
+        b'<rss version="2.0"><channel><title>news</title><item><link>http://sm.test/news/1</link>'
+        b'<pubDate>Mon, 02 Nov 2026 10:00:00 GMT</pubDate></item></channel></rss>'),
+        content_type='application/rss+xml'))
+    add('sm.test', '/maps/atom.xml', Page(body=(
+        b'<feed xmlns="http://www.w3.org/2005/Atom"><entry><link href="http://sm.test/post/1"/>'
+        b'<updated>2026-11-03T00:00:00Z</updated></entry></feed>'),
+        content_type='application/atom+xml'))
+    add('sm.test', '/maps/urls.txt', Page(body=b'http://sm.test/t1\nhttp://sm.test/t2\n',
+                                          content_type='text/plain'))
+    add('sm.test', '/maps/bomb.xml.gz', Page(body=gzip.compress(
+        b'<urlset>' + b' ' * (8 << 20) + b'</urlset>'), content_type='application/x-gzip'))
+    add('sm.test', '/maps/broken.xml', Page(body=_urlset(_url('http://sm.test/before-fault'))[:-9]
+                                            + b'<<<', content_type=XML))
+    add('sm.test', '/maps/index2.xml', Page(body=_index('http://sm.test/maps/deep.xml'),
+                                            content_type=XML))
+    add('sm.test', '/maps/deep.xml', Page(body=_urlset(_url('http://sm.test/deep')),
+                                          content_type=XML))
+    add('sm.test', '/private/hidden.xml', Page(body=_urlset(_url('http://sm.test/hidden'))))
+    add('sm.test', '/maps/missing.xml', Page(status=404))
+    add('sm.test', '/', html_page('home'))
+    # a site whose robots.txt names a sitemap on another host, which may list the site's URLs
+    add('cross.test', '/robots.txt', Page(body=b'Sitemap: http://maps.test/cross/c.xml\n',
+                                          content_type='text/plain'))
+    add('maps.test', '/robots.txt', Page(status=404))
+    add('maps.test', '/cross/c.xml', Page(body=_urlset(
+        _url('http://cross.test/p1', priority='0.7'), _url('http://maps.test/cross/own'),
+        _url('http://maps.test/elsewhere'), _url('http://third.test/z')), content_type=XML))
+    # robots.txt naming no sitemap: /sitemap.xml is tried
+    add('nosm.test', '/robots.txt', Page(status=404))
+    add('nosm.test', '/sitemap.xml', Page(body=_urlset(_url('http://nosm.test/found')),
+                                          content_type=XML))
+    # a sitemap named on the command line: only its directory is in scope
+    add('sm2.test', '/robots.txt', Page(status=404))
+    add('sm2.test', '/dir/sitemap.xml', Page(body=_urlset(
+        _url('http://sm2.test/dir/ok', changefreq='hourly', priority='0.3',
+             lastmod='2026-10-01T12:00:00+02:00'),
+        _url('http://sm2.test/up'), _url('http://sm.test/plain', priority='0.2')),
+        content_type=XML))
+    return testweb
+
+
+def _conf(web, *more):
+    return ['-D', 'http.agent.name=testbot', '-D', 'http.proxy.host=127.0.0.1',
+            '-D', f'http.proxy.port={web.port}', '-D', f'fetcher.server.delay={DELAY}',
+            '-D', 'domain.extra.suffixes=test', '-D', 'sitemap.size.max=1000000', *more]
+
+
+def _gaps_held(web, host):
+    log = sorted((r for r in web.requests_for(host) if r.path != '/robots.txt'),
+                 key=lambda r: r.start)
+    assert len(log) > 1
+    for a, b in zip(log, log[1:]):
+        assert b.start - a.end >= DELAY - 0.005, (a.path, b.path, b.start - a.end)
+
+
+def test_sitemap_from_robots_injects_every_kind_with_intervals_and_scores(sitemap_web, web,
+                                                                        tmp_path):
+    crawl = str(tmp_path / 'crawl')
+    seeds = write_seeds(tmp_path / 'seeds', ['http://sm.test/', 'http://cross.test/',
+                                             'http://nosm.test/'])
+    run_cli('inject', crawl, seeds, '--now', NOW, *_conf(web))
+    proc = run_cli('sitemap', crawl, '--from-robots', '--now', NOW, *_conf(web))
+    db = read_db(crawl)
+    found = {u for u in db if u not in ('http://sm.test/', 'http://cross.test/',
+                                        'http://nosm.test/')}
+    assert found == {
+        'http://sm.test/daily', 'http://sm.test/always', 'http://sm.test/never',
+        'http://sm.test/plain', 'http://sm.test/from-gzip', 'http://sm.test/news/1',
+        'http://sm.test/post/1', 'http://sm.test/t1', 'http://sm.test/t2',
+        'http://sm.test/before-fault', 'http://sm.test/deep', 'http://cross.test/p1',
+        'http://maps.test/cross/own', 'http://nosm.test/found'}
+    daily = db['http://sm.test/daily']
+    assert (daily['status'], daily['fetch_interval'], daily['score'], daily['modified_time'],
+            daily['fetch_time']) == ('db_unfetched', 86400, pytest.approx(0.9),
+                                     parse_lastmod('2026-11-01'), NOW_MS)
+    assert db['http://sm.test/always']['fetch_interval'] == 60            # the schedule's min
+    assert db['http://sm.test/never']['fetch_interval'] == 7776000        # db.fetch.interval.max
+    assert db['http://sm.test/plain']['fetch_interval'] == 2592000        # the default
+    assert db['http://sm.test/plain']['score'] == pytest.approx(0.5)      # the protocol's default
+    assert db['http://sm.test/from-gzip']['fetch_interval'] == 604800
+    assert db['http://sm.test/news/1']['modified_time'] == parse_lastmod(
+        'Mon, 02 Nov 2026 10:00:00 GMT')
+    assert db['http://cross.test/p1']['score'] == pytest.approx(0.7)
+    assert db['http://sm.test/']['score'] == pytest.approx(1.0)           # seeds untouched
+    out = proc.stdout + proc.stderr
+    assert 'sitemap.kind.urlset' in out and 'sitemap.malformed' in out
+    assert 'sitemap: 14 injected, 14 new' in proc.stdout
+    # the robots.txt rules hold for sitemaps too; each site's robots.txt was asked for once
+    assert not [r for r in web.log if r.path.startswith('/private/')]
+    assert len([r for r in web.requests_for('sm.test') if r.path == '/robots.txt']) == 1
+    assert [r.path for r in web.requests_for('nosm.test')] == ['/robots.txt', '/sitemap.xml']
+    _gaps_held(web, 'sm.test')
+    assert 'Traceback' not in proc.stderr
+
+
+def test_sitemap_urls_keep_to_their_scope_and_existing_records(sitemap_web, web, tmp_path):
+    crawl = str(tmp_path / 'crawl')
+    seeds = write_seeds(tmp_path / 'seeds', ['http://sm.test/plain'])
+    run_cli('inject', crawl, seeds, '--now', NOW, *_conf(web))
+    run_cli('sitemap', crawl, 'http://sm2.test/dir/sitemap.xml', '--now', NOW, *_conf(web))
+    db = read_db(crawl)
+    assert set(db) == {'http://sm.test/plain', 'http://sm2.test/dir/ok'}
+    ok = db['http://sm2.test/dir/ok']
+    assert (ok['fetch_interval'], ok['score'], ok['modified_time']) == (
+        3600, pytest.approx(0.3), parse_lastmod('2026-10-01T10:00:00Z'))
+    # the existing record keeps its values unless sitemap.url.overwrite.existing
+    assert db['http://sm.test/plain']['score'] == pytest.approx(1.0)
+    run_cli('sitemap', crawl, 'http://sm2.test/dir/sitemap.xml', '--now', NOW,
+            *_conf(web, '-D', 'sitemap.url.overwrite.existing=true',
+                   '-D', 'sitemap.strict.parsing=false'))
+    db = read_db(crawl)
+    assert db['http://sm.test/plain']['score'] == pytest.approx(0.2)
+    assert 'http://sm2.test/up' in db
+
+
+@pytest.mark.parametrize('args,message', [
+    ([], 'name sitemap URLs or give --from-robots'),
+    (['http://sm.test/x.xml', '--from-robots'], 'name sitemap URLs or give --from-robots'),
+    (['ftp://sm.test/x.xml'], 'refused by the URL policy'),
+])
+def test_sitemap_usage_errors_are_one_line(web, tmp_path, args, message):
+    proc = run_cli('sitemap', str(tmp_path / 'crawl'), *args, *_conf(web), check=False)
+    assert proc.returncode == 2 and message in proc.stderr
+    assert 'Traceback' not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
