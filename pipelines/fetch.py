@@ -34,6 +34,7 @@ def run(args, cfg, now, beam_args):
     from beamcrawl.transforms import interrupts, layout, metrics, settings
     from beamcrawl.transforms.dbio import ReadParts, count_records
     from beamcrawl.transforms.fetch import FetchSegment
+    from beamcrawl.transforms.portable import flink_rest
     from beamcrawl.transforms.streamfetch import (FetchListStayingOpen, StreamingFetchSegment,
                                                   run_until_drained)
     from beamcrawl.transforms.fetcher import journal
@@ -83,7 +84,7 @@ def run(args, cfg, now, beam_args):
                 run_until_drained(p, journal_dir, generated, check_s=0.5,
                                   progress_s=cfg['fetcher.progress.seconds'],
                                   what=f'fetch {segment} (streaming)',
-                                  flink_rest=_flink_rest(beam_args, cfg))
+                                  flink_rest=flink_rest(beam_args, cfg['runner.flink.rest']))
                 counters = {}
             else:
                 counters = run_pipeline(p, f'fetch {segment}')
@@ -137,15 +138,6 @@ def _streaming_args(beam_args):
     extra = [] if any(a.startswith('--max_bundle_time_mills') for a in beam_args) \
         else ['--max_bundle_time_mills=20']
     return list(beam_args) + ['--streaming'] + extra
-
-
-def _flink_rest(beam_args, cfg):
-    """Flink's REST address: --flink_master HOST:PORT when given, else runner.flink.rest."""
-    from apache_beam.options.pipeline_options import FlinkRunnerOptions, PipelineOptions
-    master = PipelineOptions(list(beam_args)).view_as(FlinkRunnerOptions).flink_master
-    if master and not master.startswith('['):
-        return master.split('://', 1)[-1].rstrip('/')
-    return cfg['runner.flink.rest']
 
 
 def _queue_times(crawl, segment, before):

@@ -140,6 +140,8 @@ def test_workers_without_beamcrawl_give_one_line(cluster, tmp_path):
     assert proc.stderr.strip().splitlines()[-1].startswith('beamcrawl inject: the workers')
     assert 'Traceback' not in proc.stderr
     assert not os.path.exists(tmp_path / 'c' / 'crawldb' / 'current')
+    # the probe job was cancelled on the cluster, not left holding its slots
+    assert not _running_jobs(), proc.stderr
 
 
 def _running_jobs():

@@ -7,6 +7,7 @@ import functools
 import urllib.parse
 
 import apache_beam as beam
+import pytest
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 from apache_beam.runners.direct.direct_runner import BundleBasedDirectRunner
 from apache_beam.testing.test_stream import TestStream
@@ -188,3 +189,15 @@ def test_streaming_fetch_needs_a_streaming_runner(tmp_path):
     assert proc.stderr.strip().splitlines()[-1].startswith(
         'beamcrawl fetch: fetch --streaming runs on Flink')
     assert 'Traceback' not in proc.stderr
+
+
+@pytest.mark.parametrize('args,rest', [
+    (['--runner', 'PortableRunner', '--job_endpoint', 'localhost:8099'], 'localhost:8081'),
+    (['--runner', 'FlinkRunner', '--flink_master', '[local]'], None),
+    (['--runner', 'FlinkRunner'], None),
+    (['--runner', 'FlinkRunner', '--flink_master', 'http://jm:9000/'], 'jm:9000'),
+    (['--runner=FlinkRunner', '--flink_master=jm:9000'], 'jm:9000'),
+])
+def test_where_a_job_is_cancelled_on_flink(args, rest):
+    from beamcrawl.transforms.portable import flink_rest
+    assert flink_rest(args, 'localhost:8081') == rest

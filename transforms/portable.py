@@ -12,6 +12,7 @@
 
 import atexit
 import importlib
+import json
 import logging
 import os
 import shutil
@@ -20,14 +21,15 @@ import subprocess
 import tempfile
 import threading
 import time
-from typing import Dict, Tuple
+import urllib.request
+from typing import Dict, Optional, Tuple
 
 import apache_beam as beam
 from apache_beam.options import pipeline_options as po
 
 from beamcrawl.transforms.errors import UserError
 
-__all__ = ['prepare_options', 'probe_workers']
+__all__ = ['prepare_options', 'probe_workers', 'cancel_job', 'flink_rest']
 
 log = logging.getLogger('beamcrawl')
 
@@ -133,6 +135,64 @@ def _stop(proc: subprocess.Popen, log_path: str) -> None:
         pass
 
 
+def cancel_job(result, flink_rest: Optional[str], what: str = 'job') -> None:
+    """Cancels a job through Beam's job service and on the Flink cluster at `flink_rest`
+    (host:port; None: no REST address, as for an embedded Flink): the job service only stops
+    waiting for it, and the job would go on holding the cluster's slots. The Flink job is the
+    one named as the Beam job (its id less the invocation's suffix). `what` names the job in
+    the log."""
+    job_name = str(getattr(result, '_job_id', '')).rsplit('_', 1)[0]
+    try:
+        result.cancel()
+    except Exception as e:  # pylint: disable=broad-except  (the job may be gone already)
+        log.debug('cancelling the %s through Beam: %s', what, e)
+    if not job_name or not flink_rest:
+        return
+    base = f'http://{flink_rest}'
+    try:
+        with urllib.request.urlopen(f'{base}/jobs/overview', timeout=10) as response:
+            jobs = json.loads(response.read().decode('utf-8')).get('jobs', [])
+        for job in jobs:
+            if job.get('name') == job_name and job.get('state') not in _FLINK_ENDED:
+                request = urllib.request.Request(f'{base}/jobs/{job["jid"]}?mode=cancel',
+                                                 method='PATCH')
+                with urllib.request.urlopen(request, timeout=10):
+                    pass
+                _wait_cancelled(f'{base}/jobs/{job["jid"]}')
+                log.info('cancelled the %s %s on %s', what, job['jid'], flink_rest)
+    except (OSError, ValueError) as e:
+        log.warning('could not cancel the %s %s on Flink at %s (%s): cancel it in Flink\'s '
+                    'web UI or with `flink cancel`', what, job_name, flink_rest, e)
+
+
+_FLINK_ENDED = ('FINISHED', 'CANCELED', 'FAILED', 'CANCELLING')
+
+
+def _wait_cancelled(url: str, attempts: int = 120) -> None:
+    """Waits (up to `attempts` half-seconds) until the Flink job at `url` has ended, so that
+    the next command finds its slots free."""
+    for _ in range(attempts):
+        with urllib.request.urlopen(url, timeout=10) as response:
+            if json.loads(response.read().decode('utf-8')).get('state') in \
+                    ('CANCELED', 'FINISHED', 'FAILED'):
+                return
+        time.sleep(0.5)
+
+
+def flink_rest(beam_args, default: str) -> Optional[str]:
+    """Flink's REST address: --flink_master HOST:PORT when given, else `default`
+    (runner.flink.rest); None for a FlinkRunner on an embedded Flink ([local], [auto])."""
+    options = po.PipelineOptions(list(beam_args))
+    runner = str(options.view_as(po.StandardOptions).runner or '').split('.')[-1]
+    master = options.view_as(po.FlinkRunnerOptions).flink_master
+    given = any(a == '--flink_master' or a.startswith('--flink_master=') for a in beam_args)
+    if runner == 'FlinkRunner' and (master or '[auto]').startswith('['):
+        return None
+    if given and master and not master.startswith('['):
+        return master.split('://', 1)[-1].rstrip('/')
+    return default
+
+
 def _probe(_):
     importlib.import_module('beamcrawl.transforms.records')    # the workers must have beamcrawl
     return 'ok'
@@ -154,9 +214,12 @@ def _batch_copy(options: po.PipelineOptions) -> po.PipelineOptions:
     return po.PipelineOptions.from_dictionary(values)
 
 
-def probe_workers(options: po.PipelineOptions, timeout_s: float) -> None:
+def probe_workers(options: po.PipelineOptions, timeout_s: float,
+                  rest: Optional[str] = None) -> None:
     """With an EXTERNAL or PROCESS environment, checks once per process and endpoint that the
-    runner's workers start and can import beamcrawl; raises UserError in one line otherwise."""
+    runner's workers start and can import beamcrawl; raises UserError in one line otherwise.
+    A probe job that did not finish in time is cancelled, on the Flink cluster at `rest` too
+    (left running, it would hold the slots every later job waits for)."""
     portable = options.view_as(po.PortableOptions)
     kind = (portable.environment_type or '').upper()
     if kind not in ('EXTERNAL', 'PROCESS'):
@@ -185,10 +248,7 @@ def probe_workers(options: po.PipelineOptions, timeout_s: float) -> None:
     finally:
         root.removeFilter(quiet)
     if str(state).split('.')[-1] != 'DONE':
-        try:
-            result.cancel()
-        except Exception:  # pylint: disable=broad-except  (best effort)
-            pass
+        cancel_job(result, rest, 'worker probe job')
         raise UserError(f'the workers of the {where} did not run a one-element job within '
                         f'{timeout_s:.0f} s: they did not start, or cannot import beamcrawl (a '
                         f'worker pool starts workers as `python` from its PATH, which must have '

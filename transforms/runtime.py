@@ -171,7 +171,8 @@ def make_pipeline(beam_args: Sequence[str], cfg, records: int = 0) -> beam.Pipel
         return beam.Pipeline(runner=FnApiRunner(default_environment=environment),
                              options=options)
     options = portable.prepare_options(options)
-    portable.probe_workers(options, cfg['runner.probe.timeout'])
+    portable.probe_workers(options, cfg['runner.probe.timeout'],
+                           portable.flink_rest(beam_args, cfg['runner.flink.rest']))
     return beam.Pipeline(options=options)
 
 

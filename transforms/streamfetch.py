@@ -42,11 +42,9 @@ journal by then: it is flushed per URL.
 """
 
 import concurrent.futures
-import json
 import logging
 import threading
 import time
-import urllib.request
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 
 import apache_beam as beam
@@ -73,6 +71,7 @@ from beamcrawl.transforms.layout import CRAWL_FETCH
 from beamcrawl.transforms.policy.partition import url_queue
 from beamcrawl.transforms.policy.politeness import FetchQueue, request_ended
 from beamcrawl.transforms.policy.urls import UrlPolicy
+from beamcrawl.transforms.portable import cancel_job
 
 __all__ = ['PoliteFetch', 'StreamingFetchSegment', 'FetchListStayingOpen', 'run_until_drained',
            'ThreadedRequests', 'UNRESOLVED']
@@ -428,7 +427,8 @@ class StreamingFetchSegment(beam.PTransform):
 
 
 def run_until_drained(pipeline: beam.Pipeline, journal_dir: str, expected: int, *,
-                      check_s: float, progress_s: float, what: str, flink_rest: str) -> int:
+                      check_s: float, progress_s: float, what: str,
+                      flink_rest: Optional[str]) -> int:
     """Runs a streaming fetch job until its journal holds `expected` generated URLs, logging
     progress; then cancels it, on the cluster itself (`flink_rest`: Flink's REST host:port).
     Returns how many are done (fewer after an interrupt); a job that ends by itself (failed, or
@@ -458,7 +458,7 @@ def run_until_drained(pipeline: beam.Pipeline, journal_dir: str, expected: int, 
                                 f'keeps what was fetched)')
             INTERRUPTED.wait(wait_s)
     finally:
-        _cancel(result, flink_rest)
+        cancel_job(result, flink_rest, 'streaming fetch job')
     log.info('%s finished in %.1f s: %d URLs', what, time.time() - started, done)
     return done
 
@@ -466,43 +466,3 @@ def run_until_drained(pipeline: beam.Pipeline, journal_dir: str, expected: int, 
 _ENDED = ('DONE', 'FAILED', 'CANCELLED', 'STOPPED')
 
 
-def _cancel(result, flink_rest: str) -> None:
-    """Cancels the job through Beam's job service and on the Flink cluster: the job service
-    only stops waiting for it. The Flink job is the one named as the Beam job (its id less the
-    invocation's suffix)."""
-    job_name = str(getattr(result, '_job_id', '')).rsplit('_', 1)[0]
-    try:
-        result.cancel()
-    except Exception as e:  # pylint: disable=broad-except  (the job may be gone already)
-        log.debug('cancelling the fetch job through Beam: %s', e)
-    if not job_name:
-        return
-    base = f'http://{flink_rest}'
-    try:
-        with urllib.request.urlopen(f'{base}/jobs/overview', timeout=10) as response:
-            jobs = json.loads(response.read().decode('utf-8')).get('jobs', [])
-        for job in jobs:
-            if job.get('name') == job_name and job.get('state') not in _FLINK_ENDED:
-                request = urllib.request.Request(f'{base}/jobs/{job["jid"]}?mode=cancel',
-                                                 method='PATCH')
-                with urllib.request.urlopen(request, timeout=10):
-                    pass
-                _wait_cancelled(f'{base}/jobs/{job["jid"]}')
-                log.info('cancelled the streaming fetch job %s on %s', job['jid'], flink_rest)
-    except (OSError, ValueError) as e:
-        log.warning('could not cancel the streaming fetch job %s on Flink at %s (%s): cancel '
-                    'it in Flink\'s web UI or with `flink cancel`', job_name, flink_rest, e)
-
-
-_FLINK_ENDED = ('FINISHED', 'CANCELED', 'FAILED', 'CANCELLING')
-
-
-def _wait_cancelled(url: str, attempts: int = 120) -> None:
-    """Waits (up to `attempts` half-seconds) until the Flink job at `url` has ended, so that
-    the next command finds its slots free."""
-    for _ in range(attempts):
-        with urllib.request.urlopen(url, timeout=10) as response:
-            if json.loads(response.read().decode('utf-8')).get('state') in \
-                    ('CANCELED', 'FINISHED', 'FAILED'):
-                return
-        time.sleep(0.5)

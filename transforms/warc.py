@@ -32,9 +32,9 @@ from typing import Iterable, List, Optional, Sequence, Tuple
 
 from fastwarc.warc import ArchiveIterator, WarcRecord, WarcRecordType
 
-__all__ = ['RawExchange', 'exchange_records', 'warcinfo_fields', 'warcinfo_record', 'write_warc_file',
-           'reconstructed_records', 'read_warc', 'sha1_digest', 'RECONSTRUCTED_HEADER',
-           'NOT_MODIFIED_PROFILE']
+__all__ = ['RawExchange', 'exchange_records', 'warcinfo_fields', 'warcinfo_record',
+           'write_warc_file', 'reconstructed_records', 'read_warc', 'sha1_digest',
+           'RECONSTRUCTED_HEADER', 'NOT_MODIFIED_PROFILE']
 
 NOT_MODIFIED_PROFILE = 'http://netpreserve.org/warc/1.1/revisit/server-not-modified'
 # An extension field (WARC 1.1 allows them) on records built from stored content, not the wire.

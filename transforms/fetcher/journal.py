@@ -37,9 +37,9 @@ from beamcrawl.transforms.layout import CONTENT, CRAWL_FETCH, WARC
 from beamcrawl.transforms.records import CONTENT_SCHEMA, CRAWL_DATUM_SCHEMA
 from beamcrawl.transforms.warc import write_warc_file
 
-__all__ = ['SOURCE_KEY', 'WarcInfo', 'JournalWriter', 'JournalState', 'read_journals', 'commit_run',
-           'publish_journals', 'publish_attempts', 'queue_times_of', 'new_run_id', 'write_queue_times',
-           'read_queue_times']
+__all__ = ['SOURCE_KEY', 'WarcInfo', 'WARC_JOURNAL_SCHEMA', 'JournalWriter', 'JournalState',
+           'read_journals', 'commit_run', 'publish_journals', 'publish_attempts', 'queue_times_of',
+           'new_run_id', 'write_queue_times', 'read_queue_times']
 
 SOURCE_KEY = '_src_'                   # metadata: the generated URL a record stems from
 # The WARC records of one exchange, as gzip members, with the URL they are of.

@@ -28,9 +28,9 @@ from typing import Dict, List, Optional, Sequence
 
 from lxml import etree
 
-__all__ = ['SitemapLimits', 'SitemapSettings', 'SitemapEntry', 'ParsedSitemap', 'parse_sitemap', 'sitemap_scope',
-           'site_scope', 'in_scope', 'fetch_interval', 'parse_lastmod', 'CHANGEFREQ_SECONDS',
-           'DEFAULT_PRIORITY']
+__all__ = ['SitemapLimits', 'SitemapSettings', 'SitemapEntry', 'ParsedSitemap', 'parse_sitemap',
+           'sitemap_scope', 'site_scope', 'in_scope', 'fetch_interval', 'parse_lastmod',
+           'CHANGEFREQ_SECONDS', 'DEFAULT_PRIORITY']
 
 # Nutch's SitemapProcessor table (seconds); "never" is the largest interval an int holds.
 CHANGEFREQ_SECONDS = {'always': 1, 'hourly': 3600, 'daily': 86400, 'weekly': 604800,
