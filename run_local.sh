@@ -30,7 +30,8 @@ if [ "${1:-}" = "--test" ]; then
   shift
   setup_venv "[test]"
   step "running the test suite"
-  exec "$venv/bin/python" -m pytest -q "$@"
+  # Three workers: the Flink tests (one group, one cluster) on one, the rest beside them.
+  exec "$venv/bin/python" -m pytest -q -n "${BEAMCRAWL_TEST_WORKERS:-3}" --dist loadgroup "$@"
 fi
 
 setup_venv ""

@@ -11,6 +11,7 @@ import threading
 # Messages of Apache Beam that are harmless here and would only alarm a user:
 NOISE = (
     'apitools not found',           # at import: optional Google Cloud libraries, not used
+    'compatible bson package',      # at import: Beam's MongoDB connector, skipped (cli.py)
     'beam:metrics:bounded_trie',    # Flink's 2.62 job server does not know this 2.77 metric type
     'Multiplexer hanging up',       # a LOOPBACK worker's data channel closing after its job ended
     # The local runner with beamcrawl's worker processes (transforms/runtime.py): Beam warns that

@@ -178,12 +178,29 @@ def main(argv: Optional[List[str]] = None) -> int:
     return run_command(name, argv[1:])
 
 
+# Beam connectors that `import apache_beam` loads eagerly and beamcrawl never uses: MongoDB (via
+# pymongo) and BigQuery (with Pub/Sub, GCS and the cross-language IOs, imported in the same
+# guarded block). They cost about a third of Beam's import time (docs/performance.md).
+_UNUSED_BEAM_IMPORTS = ('pymongo', 'apache_beam.io.gcp.bigquery')
+
+
+def skip_unused_beam_imports() -> None:
+    """Marks the _UNUSED_BEAM_IMPORTS as unavailable before Beam is imported: Beam then skips
+    them, as it does where their client libraries are not installed. For the `beamcrawl`
+    program only (a library user's process is left alone); pipelines on a cluster import Beam
+    in their own workers."""
+    if 'apache_beam' not in sys.modules:
+        for name in _UNUSED_BEAM_IMPORTS:
+            sys.modules.setdefault(name, None)
+
+
 def entry() -> None:
     """The `beamcrawl` program: main(), then the process ends at once. Everything is written
     and published by then (and logged); the interpreter's teardown, which frees every object
     and module one by one, would only add about 0.2 s to every command (measured after a
     fetch). A process that started a Flink job server, or ran a portable job, leaves through
     its exit handlers, which stop them."""
+    skip_unused_beam_imports()
     code = main()
     logging.shutdown()
     sys.stdout.flush()

@@ -20,7 +20,9 @@ from tests.conftest import ROOT, read_db, read_parts, run_cli, write_seeds
 from tests.testweb import Page, html_page, redirect
 
 # The first run builds the job server and downloads Flink (about 420 MB): allow for it.
-pytestmark = [pytest.mark.flink, pytest.mark.slow, pytest.mark.timeout(1800)]
+# One xdist worker runs them all, in order, beside the others (run_local.sh --test).
+pytestmark = [pytest.mark.flink, pytest.mark.slow, pytest.mark.timeout(1800),
+              pytest.mark.xdist_group('flink')]
 
 NOW = '2026-11-22T00:00:00Z'
 DELAY = 0.4
