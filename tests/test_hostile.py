@@ -170,15 +170,17 @@ def test_a_slow_robots_txt_means_not_now(web):
 
 
 def test_a_2_gb_body_and_a_gzip_bomb_stop_at_their_caps(web):
+    # The point here is the caps: deadlines long enough for a loaded machine.
+    slack = {'http.request.deadline': 120000, 'http.timeout': 60000}
     by_url, _, contents, _ = fetch(web, ['http://trickle.test/huge-body'],
-                                   **{'http.content.limit': 65536})
+                                   **{'http.content.limit': 65536, **slack})
     assert by_url['http://trickle.test/huge-body']['status'] == 'fetch_success'
     body = contents['http://trickle.test/huge-body']
     assert len(body['content']) == 65536 and body['truncated']
     sent = int(hostileweb.outcome('huge-body').split()[1])
     assert sent < 100 * 2 ** 20                               # it stopped reading early
     _, _, contents, _ = fetch(web, ['http://trickle.test/bomb'], **{
-        'http.content.limit': -1, 'http.content.hard.limit': 1 << 20})
+        'http.content.limit': -1, 'http.content.hard.limit': 1 << 20, **slack})
     assert len(contents['http://trickle.test/bomb']['content']) == 1 << 20
 
 
