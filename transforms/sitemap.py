@@ -117,16 +117,13 @@ class SitemapCollector:
 
     def _read(self, results: Iterable[Tuple[str, dict]]) -> None:
         for part, record in results:
-            source = record['metadata'].get(SOURCE_KEY)
             if part == CONTENT:
-                self._read_sitemap(self._jobs[source], record)
-            elif part == CRAWL_FETCH and record['url'] == source and \
-                    record['status'] != 'linked' and record['protocol_status'] != 'success' and \
-                    record['protocol_status'] not in ('moved', 'temp_moved'):
-                self._count(metrics.SITEMAP_FAILED + record['protocol_status'])
-            elif part == CRAWL_FETCH and record['status'] == 'linked' and \
-                    record['url'] != source:
-                self._count(metrics.SITEMAP_FAILED + 'redir_exceeded')
+                self._read_sitemap(self._jobs[record['metadata'][SOURCE_KEY]], record)
+            elif part == CRAWL_FETCH:
+                status = 'redirect_not_followed' if record['status'] == 'linked' else \
+                    record['protocol_status']
+                if status not in ('success', 'moved', 'temp_moved'):
+                    self._count(metrics.SITEMAP_FAILED + status)
 
     def _read_sitemap(self, job: _Job, content: dict) -> None:
         if content['http_code'] != 200:

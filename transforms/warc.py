@@ -30,10 +30,10 @@ import uuid
 import zlib
 from typing import Iterable, List, Optional, Sequence, Tuple
 
-from fastwarc.warc import ArchiveIterator, WarcRecord, WarcRecordType
+from fastwarc.warc import WarcRecord, WarcRecordType
 
 __all__ = ['RawExchange', 'exchange_records', 'warcinfo_fields', 'warcinfo_record',
-           'write_warc_file', 'reconstructed_records', 'read_warc', 'sha1_digest',
+           'write_warc_file', 'reconstructed_records', 'sha1_digest',
            'RECONSTRUCTED_HEADER', 'NOT_MODIFIED_PROFILE']
 
 NOT_MODIFIED_PROFILE = 'http://netpreserve.org/warc/1.1/revisit/server-not-modified'
@@ -197,13 +197,3 @@ def _reason(code: int) -> str:
     except ValueError:
         return 'Unknown'
 
-
-def read_warc(path_or_file) -> Iterable[WarcRecord]:
-    """The records of a WARC file (each with its HTTP headers parsed when it has them)."""
-    stream = open(path_or_file, 'rb') if isinstance(path_or_file, str) else path_or_file
-    try:
-        for record in ArchiveIterator(stream, parse_http=True):
-            yield record
-    finally:
-        if isinstance(path_or_file, str):
-            stream.close()
