@@ -32,6 +32,12 @@ RULES = InjectRules(score_injected=1.0, interval_default=2592000, overwrite=Fals
                                            problems=("score='abc' is not valid; ignored",))),
     ('http://a.test/\tfetch_interval=-5',
      SeedLine('http://a.test/', problems=("fetch_interval='-5' is not valid; ignored",))),
+    ('http://a.test/\tmodified_time=1793577600000',
+     SeedLine('http://a.test/', modified_time=1793577600000)),
+    ('http://a.test/\tmodified_time=yesterday',
+     SeedLine('http://a.test/', problems=("modified_time='yesterday' is not valid; ignored",))),
+    ('http://a.test/\tmodified_time=-1',
+     SeedLine('http://a.test/', problems=("modified_time='-1' is not valid; ignored",))),
 ])
 def test_parse_seed_line(line, expected):
     assert parse_seed_line(line) == expected
@@ -50,6 +56,8 @@ def test_injected_datum_defaults_and_fixed_interval():
     d = injected_datum('u', parse_seed_line('u\tfetch_interval=60\tfixed_interval=true\ta=b'),
                        RULES, now=0)
     assert d['fetch_interval'] == 60 and d['metadata'] == {'a': 'b', 'fixedInterval': '60.0'}
+    d = injected_datum('u', parse_seed_line('u\tmodified_time=42'), RULES, now=0)
+    assert d['modified_time'] == 42 and d['metadata'] == {}
 
 
 def _old(**kw):
@@ -88,6 +96,9 @@ def test_merge_update_keeps_state_and_takes_non_default_values():
         ('db_fetched', 5, 1, b'sig')
     merged, _ = merge_injected(_seed(score=7.0, fetch_interval=60), old, _rules(update=True))
     assert (merged['score'], merged['fetch_interval']) == (7.0, 60)
+    assert merged['modified_time'] == old['modified_time']              # the seed had none
+    merged, _ = merge_injected(_seed(modified_time=42), old, _rules(update=True))
+    assert merged['modified_time'] == 42
 
 
 def test_purge_gone():

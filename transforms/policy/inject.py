@@ -73,9 +73,9 @@ def parse_seed_line(line: str) -> Optional[SeedLine]:
                     raise ValueError(value)
                 fixed = value.lower() in _TRUE
             elif name == 'modified_time':
-                modified = int(value)
-                if not 0 <= modified < 2 ** 63:
+                if not 0 <= int(value) < 2 ** 63:
                     raise ValueError(value)
+                modified = int(value)
             elif name == 'nutch.fetchInterval.fixed':
                 seconds = int(value)
                 if seconds > -1:
