@@ -293,3 +293,23 @@ def test_publishing_keeps_the_first_complete_attempt_of_each_url(tmp_path):
     # runs are read in path order (run-a, then run-b); a URL's first complete attempt wins
     assert sorted(r[3] for r in records if r[0] == 'response') == [b'first', b'second']
     assert len([r for r in records if r[0] == 'request']) == 2
+
+
+def test_a_direct_connection_records_the_peer_address(web):
+    """Without a proxy the client knows the address it connected to (WARC-IP-Address)."""
+    from beamcrawl.transforms import settings
+    from beamcrawl.transforms.config import load_config
+    from beamcrawl.transforms.fetcher.http import HttpClient
+    cfg = load_config(overrides={'http.agent.name': 'testbot', 'fetcher.store.warc': True,
+                                 'http.address.allow': '127.0.0.1/32'})
+    client = HttpClient(settings.http_settings(cfg, 1))
+    try:
+        response = client.get(f'http://127.0.0.1:{web.port}/')
+    finally:
+        client.close()
+    exchange = response.exchange
+    assert exchange is not None and exchange.ip == '127.0.0.1'
+    assert exchange.code == response.code and exchange.body == response.body
+    (_, request, _, _), (_, headers, _, _) = _checked(warc.exchange_records(exchange))
+    assert headers['WARC-IP-Address'] == '127.0.0.1'
+    assert request['WARC-IP-Address'] == '127.0.0.1'

@@ -155,12 +155,15 @@ class HttpClient:
             if original is not None:     # a header block cut short is a failure, not a 200
                 urllib3.util.response.assert_header_parsing(original.msg)
             raw = [] if self.settings.keep_exchange else None
+            # the connection goes back to the pool once the body is read: its peer first
+            peer = None if self.settings.proxy else \
+                getattr(getattr(resp.raw, '_connection', None), 'peer_address', None)
             body, truncated = self._read(resp, self.settings.content_limit if limit is None
                                          else limit, deadline, raw)
             result = HttpResponse(url, resp.status_code, dict(resp.headers), body, truncated)
             if raw is not None:
                 result.exchange = self._exchange(url, prepared, resp, b''.join(raw), start,
-                                                 truncated)
+                                                 truncated, peer)
         except DeniedAddress as e:
             result = HttpResponse(url, None, {}, error=str(e), denied=True)
         except (requests.RequestException, urllib3.exceptions.HTTPError, OSError, ValueError,
@@ -178,8 +181,9 @@ class HttpClient:
         result.elapsed = time.time() - start
         return result
 
-    def _exchange(self, url: str, prepared, resp, body: bytes, start: float, truncated: bool
-                  ) -> RawExchange:
+    @staticmethod
+    def _exchange(url: str, prepared, resp, body: bytes, start: float, truncated: bool,
+                  peer: Optional[str]) -> RawExchange:
         target = urllib.parse.urlsplit(prepared.url)
         lines = [f'{prepared.method} {prepared.path_url} HTTP/1.1', f'Host: {target.netloc}']
         lines += [f'{name}: {value}' for name, value in prepared.headers.items()]
@@ -192,9 +196,6 @@ class HttpClient:
         else:
             status = f'HTTP/1.1 {resp.status_code} {resp.reason or ""}'.rstrip()
             headers = list(resp.headers.items())
-        peer = None
-        if not self.settings.proxy:
-            peer = getattr(getattr(resp.raw, '_connection', None), 'peer_address', None)
         return RawExchange(url, request, status, headers, body, int(start * 1000),
                            truncated, peer)
 
