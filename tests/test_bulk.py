@@ -159,13 +159,22 @@ def test_partitions_for(setting, records, workers, expected):
     assert bulk.partitions_for(setting, records, workers) == expected
 
 
-def _native_db(directory, records, n):
+def _native_db(directory, records, n, keys=False):
+    """A crawldb partitioned as bulk writes it; `keys`: with keys files, as PartWriter writes
+    them (unchanged records are then copied a run at a time, bulk.join_keyed)."""
     parts = [[] for _ in range(n)]
     for r in records:
         parts[partition(r['url'], n)].append(r)
     for i, part in enumerate(parts):
-        write_avro_file(os.path.join(directory, f'part-{i:05d}.avro'), CRAWL_DATUM_SCHEMA,
-                        sorted(part, key=lambda r: r['url']))
+        path = os.path.join(directory, f'part-{i:05d}.avro')
+        part = sorted(part, key=lambda r: r['url'])
+        if keys:
+            os.makedirs(directory, exist_ok=True)
+            with avroblocks.PartWriter(path, CRAWL_DATUM_SCHEMA, keys=True) as out:
+                for record in part:
+                    out.write(record)
+        else:
+            write_avro_file(path, CRAWL_DATUM_SCHEMA, part)
     with open(os.path.join(directory, '_partitions'), 'w') as f:
         f.write(str(n))
 
@@ -199,6 +208,48 @@ def test_join_sorted_refuses_an_old_part_out_of_order():
         list(bulk.join_sorted(((u, '', b'', None) for u in ['a', 'c', 'b']), {'b': 1}))
     with pytest.raises(bulk.Unsorted):
         list(bulk.join_sorted(((u, '', b'', None) for u in ['a', 'a']), {}))
+
+
+def _write_join(entries, path):
+    """Writes what a reducer would: a touched or new URL as a fresh record, an untouched one
+    as its bytes."""
+    with avroblocks.PartWriter(path, CRAWL_DATUM_SCHEMA, keys=True) as out:
+        for url, status, raw, _, values in entries(out):
+            if values is None:
+                out.write_raw(raw, url, status)
+            else:
+                out.write(crawl_datum(url, 'db_fetched', fetch_time=NOW, fetch_interval=1,
+                                      score=float(len(values)),
+                                      metadata={'was': status or 'new'}))
+
+
+@pytest.mark.parametrize('seed', range(12))
+def test_join_keyed_writes_what_the_record_by_record_join_writes(tmp_path, seed):
+    rnd = random.Random(seed)
+    records = sorted(_datums(rnd.choice([0, 1, 5, 900, 3000]), seed), key=lambda r: r['url'])
+    old = str(tmp_path / 'part-00000.avro')
+    with avroblocks.PartWriter(old, CRAWL_DATUM_SCHEMA, keys=True) as out:
+        for record in records:
+            out.write(record)
+    urls = [r['url'] for r in records]
+    touched = rnd.sample(urls, rnd.randint(0, len(urls)))
+    news = [f'http://h{j % 7}.test/{rnd.choice("aqz")}/{j}' for j in range(rnd.randint(0, 200))]
+    groups = {url: ['v'] * rnd.randint(1, 3) for url in touched + news}
+    part = avroblocks.open_keyed(old)
+    copied = bytearray()
+    _write_join(lambda out: bulk.join_keyed(part, groups, out, copied),
+                str(tmp_path / 'keyed.avro'))
+    _write_join(lambda out: bulk.join_sorted(
+        ((u, s, raw, None) for u, s, raw in avroblocks.read_keyed(old)), groups),
+        str(tmp_path / 'sorted.avro'))
+    keyed, by_record = (list(avroblocks.read_records(str(tmp_path / name)))
+                        for name in ('keyed.avro', 'sorted.avro'))
+    assert keyed == by_record
+    assert len(keyed) == len(set(urls) | set(groups))
+    assert list(avroblocks.read_keyed(str(tmp_path / 'keyed.avro'))) == \
+        list(avroblocks.read_keyed(str(tmp_path / 'sorted.avro')))
+    untouched = [r['status'] for r in records if r['url'] not in groups]
+    assert sorted(part.keys.statuses[i] for i in copied) == sorted(untouched)
 
 
 class _CopyMapper(bulk.Mapper):
@@ -258,14 +309,17 @@ def _segment(crawl, records_by_part):
     return segment
 
 
-def _update_workload(crawl, native, n=400, partitions=3):
-    """A crawldb of n URLs and a segment that fetches some, re-signs some and links to old and
-    new URLs (some gone, some redirected)."""
+def _update_workload(crawl, native, n=400, partitions=3, keys=False):
+    """A crawldb of n URLs (some with a generate marker) and a segment that fetches some,
+    re-signs some (also unfetched ones) and links to old and new URLs (some gone, some
+    redirected)."""
     old = _datums(n, seed=2)
     old[3] = dict(old[3], status='db_gone')
+    for i in range(0, n, 11):
+        old[i] = dict(old[i], metadata=dict(old[i]['metadata'], _ngt_=str(NOW - DAY)))
     db = os.path.join(crawl, 'crawldb', 'current')
     if native:
-        _native_db(db, old, partitions)
+        _native_db(db, old, partitions, keys)
     else:
         write_avro_file(os.path.join(db, 'part-00000.avro'), CRAWL_DATUM_SCHEMA, old)
     rnd = random.Random(4)
@@ -274,7 +328,8 @@ def _update_workload(crawl, native, n=400, partitions=3):
                            fetch_time=NOW, fetch_interval=86400, score=1.0,
                            protocol_status='success') for r in old[:n // 4]]
     signatures = [crawl_datum(r['url'], 'signature', fetch_time=NOW, fetch_interval=0,
-                              signature=b'%d' % (i % 3)) for i, r in enumerate(old[:n // 8])]
+                              signature=b'%d' % (i % 3))
+                  for i, r in enumerate(old[:n // 8] + old[n // 4:n // 4 + 10])]
     links = [crawl_datum(rnd.choice(old)['url'] if k % 2 else f'http://new{k % 5}.test/{k}',
                          'linked', fetch_time=NOW, fetch_interval=86400, score=0.1)
              for k in range(n)]
@@ -302,11 +357,13 @@ def _updatedb(crawl, *extra):
 
 def test_updatedb_gives_one_result_whatever_the_layout_and_the_workers(tmp_path):
     results = {}
-    for name, native, extra in [('foreign', False, IN_PROCESS), ('native', True, IN_PROCESS),
-                                ('native-parallel', True, PARALLEL),
-                                ('foreign-parallel', False, PARALLEL)]:
+    for name, native, keys, extra in [
+            ('foreign', False, False, IN_PROCESS), ('native', True, False, IN_PROCESS),
+            ('native-keys', True, True, IN_PROCESS), ('native-parallel', True, False, PARALLEL),
+            ('native-keys-parallel', True, True, PARALLEL),
+            ('foreign-parallel', False, False, PARALLEL)]:
         crawl = str(tmp_path / name)
-        _update_workload(crawl, native)
+        _update_workload(crawl, native, keys=keys)
         proc = _updatedb(crawl, *extra)
         assert 'Traceback' not in proc.stderr and 'Worker:' not in proc.stderr
         assert 'INFO:apache_beam' not in proc.stderr

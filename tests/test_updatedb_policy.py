@@ -7,7 +7,8 @@ import pytest
 from beamcrawl.transforms.policy.schedule import (AdaptiveFetchSchedule, DefaultFetchSchedule,
                                                   MimeAdaptiveFetchSchedule)
 from beamcrawl.transforms.policy.scoring import OpicScoring
-from beamcrawl.transforms.policy.updatedb import UpdateRules, merge_url, top_links
+from beamcrawl.transforms.policy.updatedb import (UpdateRules, merge_links_only, merge_url,
+                                                  top_links)
 from beamcrawl.transforms.records import crawl_datum
 
 URL = 'http://www.a.test/page'
@@ -179,3 +180,28 @@ def test_opic_worked_example():
         == [0.25, 0.5]
     assert OpicScoring(count_filtered=True).distribute('http://a/', 1.0, ['http://b/'], 4) == \
         [0.25]
+
+
+def _sig(value):
+    return crawl_datum(URL, 'signature', fetch_time=NOW, fetch_interval=0, signature=value)
+
+
+@pytest.mark.parametrize('links, signatures, bound', [
+    ([], [_sig(b'a')], 10000),
+    ([link(0.25)], [], 10000),
+    ([link(0.25), link(0.5), link(0.125, metadata={'a': 'b'})], [], 10000),
+    ([link(0.25), link(0.5), link(0.125)], [], 2),
+    ([link(0.25), link(0.5)], [], 0),
+    ([link(0.25), link(0.5)], [_sig(b'a'), _sig(b'b')], 1),
+    ([link(0.25, protocol_status='notfetching'), link(0.125)], [], 10000),
+    ([link(0.125), link(0.25, protocol_status='notfetching')], [], 1),
+])
+@pytest.mark.parametrize('old_status', OLD_STATUSES[1:])
+def test_merge_links_only_is_merge_url_with_no_fetch(links, signatures, bound, old_status):
+    """What updatedb patches into a record's bytes (its score) is all merge_url changes, but
+    for the generate marker, which the reducer's fast path never meets (docs/performance.md)."""
+    r = rules(max_inlinks=bound)
+    record = old(old_status, metadata={}, score=0.75)
+    expected, outcome = merge_url([record], [], links, signatures, NOW, r)
+    score, fast_outcome = merge_links_only(record['score'], links, r)
+    assert (dict(record, score=score), fast_outcome) == (expected, outcome)

@@ -19,13 +19,17 @@ Mappers and reducers are plain objects (pickled to the workers), written per sta
 (transforms/updatedb.py, transforms/inject.py).
 """
 
+import bisect
 import gc
 import io
+import itertools
 import math
+import operator
 import pickle
 import typing
 import zlib
-from typing import Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+from typing import (Dict, Iterable, Iterator, List, MutableSequence, NamedTuple, Optional,
+                    Sequence, Tuple)
 
 import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
@@ -36,7 +40,8 @@ from beamcrawl.transforms.dbio import named
 from beamcrawl.transforms.layout import PARTITIONS_NOTE, DbLayout, part_file
 
 __all__ = ['Unit', 'avro_units', 'text_units', 'partitions_for', 'Mapper', 'Reducer', 'MapReduce',
-           'read_unit_lines', 'choose_partitions', 'aligned_parts', 'join_sorted', 'JoinReducer',
+           'read_unit_lines', 'choose_partitions', 'aligned_parts', 'join_sorted', 'join_keyed',
+           'JoinReducer',
            'Unsorted', 'RECORDS_PER_UNIT', 'RECORDS_PER_PARTITION', 'BYTES_PER_TEXT_UNIT']
 
 # Work-unit sizes: small enough to share the work evenly between processes, large enough that
@@ -204,6 +209,51 @@ def join_sorted(old: Iterable[Entry], groups: Dict[str, list]
         i += 1
 
 
+def join_keyed(part: avroblocks.KeyedPart, groups: Dict[str, list], out: avroblocks.PartWriter,
+               copied: MutableSequence[int]
+               ) -> Iterator[Tuple[str, Optional[str], Optional[bytes], None, list]]:
+    """join_sorted for an old part with its keys file (sorted by URL: the caller checks),
+    when every old record that no group names is copied unchanged: such records are not
+    yielded but written to `out` here, a run at a time (PartWriter.write_run), as the join
+    reaches them, so that the caller's writes of the yielded entries stay in URL order. Their
+    status indexes (into part.keys.statuses) are appended to `copied`. Yields (url, status,
+    raw, None, items) for an old record with a group, (url, None, None, None, items) for a
+    group with no old record."""
+    keys = part.keys
+    urls, index, statuses, lengths = keys.urls, keys.status_index, keys.statuses, keys.lengths
+    new = sorted(groups)
+    n, k = len(new), 0
+    for first, count, data in avroblocks.keyed_blocks(part):
+        view = memoryview(data)
+        j, pos, last = first, 0, first + count
+        while j < last:
+            t = bisect.bisect_left(urls, new[k], j, last) if k < n else last
+            if t > j:                                   # a run that nothing changes
+                size = sum(lengths[j:t])
+                out.write_run(view[pos:pos + size], keys, j, t)
+                copied += index[j:t]
+                pos += size
+                j = t
+                if j == last:
+                    break
+            url = urls[j]                               # here new[k] <= url
+            if new[k] < url:
+                yield new[k], None, None, None, groups[new[k]]
+            else:
+                size = lengths[j]
+                yield url, statuses[index[j]], data[pos:pos + size], None, groups[url]
+                pos += size
+                j += 1
+            k += 1
+    while k < n:
+        yield new[k], None, None, None, groups[new[k]]
+        k += 1
+
+
+def _strictly_sorted(urls: List[str]) -> bool:
+    return all(map(operator.lt, urls, itertools.islice(urls, 1, None)))
+
+
 class JoinReducer(Reducer):
     """A Reducer that merges a partition's groups with the same partition of the old database
     when that one is partitioned the same way (`old_parts`): the old part is streamed in one
@@ -245,6 +295,16 @@ class JoinReducer(Reducer):
                       counts) -> None:
         raise NotImplementedError
 
+    def copies_unchanged(self, statuses: Sequence[str]) -> bool:
+        """Whether write_joined would write every old record that no group names as its bytes,
+        unchanged, in a part whose records have these statuses. When it would, and the old
+        part has its keys file, the join copies such records itself, a run at a time
+        (join_keyed), and write_joined sees only the entries with a group."""
+        return False
+
+    def count_copied(self, copied: Dict[str, int], counts) -> None:
+        """Counts the records the join copied ({status: number}), as write_joined would have."""
+
     def _old_entries(self, path: str, raw_ok: bool) -> Iterator[Entry]:
         keyed = avroblocks.read_keyed(path) if raw_ok else None
         if keyed is not None:
@@ -262,6 +322,15 @@ class JoinReducer(Reducer):
         old_path = self.old_parts.get(index)
         if old_path is not None:
             raw_ok = avroblocks.read_header(old_path).schema == self._parsed()
+            part = avroblocks.open_keyed(old_path) if raw_ok else None
+            if part is not None and self.copies_unchanged(part.keys.statuses) and \
+                    _strictly_sorted(part.keys.urls):
+                copied = bytearray()
+                with avroblocks.PartWriter(path, self.schema, keys=True) as out:
+                    self.write_joined(join_keyed(part, groups, out, copied), out, counts)
+                by_status = {status: copied.count(i) for i, status in enumerate(part.keys.statuses)}
+                self.count_copied({s: n for s, n in by_status.items() if n}, counts)
+                return
             try:
                 with avroblocks.PartWriter(path, self.schema, keys=True) as out:
                     self.write_joined(join_sorted(self._old_entries(old_path, raw_ok), groups),

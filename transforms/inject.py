@@ -302,6 +302,13 @@ class InjectReducer(JoinReducer):
         if record is not None:
             out.write(record)
 
+    def copies_unchanged(self, statuses):
+        return not (self.rules.purge_gone and 'db_gone' in statuses)
+
+    def count_copied(self, copied, counts):
+        if copied:
+            counts.inc(metrics.CRAWLDB_RECORDS, sum(copied.values()))
+
     def write_joined(self, joined, out, counts):
         for url, status, raw, record, values in joined:
             if values is None:

@@ -174,6 +174,9 @@ class InlinksReducer(JoinReducer):
         if pairs:
             out.write(inlinks_record(url, cap_inlinks(pairs, self.max_inlinks)))
 
+    def copies_unchanged(self, statuses):
+        return True
+
     def write_joined(self, joined, out, counts):
         for url, _, raw, record, values in joined:
             if values is None:

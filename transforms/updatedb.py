@@ -19,8 +19,9 @@ import apache_beam as beam
 from beamcrawl.transforms import avroblocks, metrics
 from beamcrawl.transforms.bulk import JoinReducer, Mapper, Unit
 from beamcrawl.transforms.dbio import Record
-from beamcrawl.transforms.policy.updatedb import UpdateRules, merge_url
+from beamcrawl.transforms.policy.updatedb import UpdateRules, merge_links_only, merge_url
 from beamcrawl.transforms.policy.urls import UrlPolicy
+from beamcrawl.transforms.datumcodec import datum_score_offset, score_at, with_score
 from beamcrawl.transforms.records import (CRAWL_DATUM_SCHEMA, DB_STATUSES, FETCH_STATUSES,
                                           complete_datum, pack_datum, unpack_datum)
 
@@ -197,16 +198,32 @@ class UpdateReducer(JoinReducer):
         if record is not None:
             out.write(record)
 
+    def _plain(self) -> bool:
+        """No map rule drops or rewrites an old record (beyond its status being a crawldb
+        status)."""
+        rules = self.map_rules
+        return not (rules.purge_gone or rules.filter_urls or rules.normalize)
+
+    def copies_unchanged(self, statuses):
+        return self._plain() and all(status in DB_STATUSES for status in statuses)
+
+    def count_copied(self, copied, counts):
+        _count_unchanged(copied, counts)
+
     def write_joined(self, joined, out, counts):
         statuses = collections.Counter()
         rules = self.map_rules
-        plain = not (rules.purge_gone or rules.filter_urls or rules.normalize)
+        plain = self._plain()
         for url, status, raw, record, values in joined:
-            if values is None and plain and raw is not None:      # the usual case, inlined
-                if status in DB_STATUSES:
-                    statuses[status] += 1
-                    out.write_raw(raw, url, status)
-                continue
+            if plain and raw is not None:
+                if values is None:                                # the usual case, inlined
+                    if status in DB_STATUSES:
+                        statuses[status] += 1
+                        out.write_raw(raw, url, status)
+                    continue
+                if status in DB_STATUSES and self._write_links_only(url, status, raw, values,
+                                                                    out, counts):
+                    continue
             if record is None and raw is not None:
                 record = self.decode(raw)
             kept = rules.old_kept(record, counts) if record is not None else None
@@ -219,6 +236,25 @@ class UpdateReducer(JoinReducer):
                 else:
                     out.write(kept)
         _count_unchanged(statuses, counts)
+
+    def _write_links_only(self, url, status, raw, values, out, counts) -> bool:
+        """A kept crawldb record (as its bytes) whose update brings no fetch: written with its
+        score patched (policy.updatedb.merge_links_only), not decoded and encoded again.
+        False when the values hold a fetch or the record's metadata is not empty."""
+        links = []
+        for kind, record in values:
+            if kind == LINK:
+                links.append(record)
+            elif kind != SIGNATURE:
+                return False
+        offset = datum_score_offset(raw)
+        if offset is None:
+            return False
+        score, outcome = merge_links_only(score_at(raw, offset), links, self.rules)
+        out.write_raw(with_score(raw, offset, score), url, status)
+        counts.inc(metrics.UPDATEDB_OUTCOME + outcome)
+        counts.inc(metrics.UPDATEDB_STATUS + status)
+        return True
 
     def write_grouped(self, groups, out, counts):
         statuses = collections.Counter()

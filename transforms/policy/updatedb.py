@@ -23,7 +23,7 @@ from beamcrawl.transforms.policy.schedule import (STATE_MODIFIED, STATE_NOTMODIF
                                                   FetchSchedule)
 from beamcrawl.transforms.records import METADATA_GENERATE_TIME, STATUS_CODES
 
-__all__ = ['UpdateRules', 'merge_url', 'pick_fetch', 'top_links']
+__all__ = ['UpdateRules', 'merge_url', 'pick_fetch', 'top_links', 'merge_links_only']
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,6 +149,21 @@ def merge_url(olds: Sequence[dict], fetches: Sequence[dict], links: Sequence[dic
     result['score'] = scoring.update_db_score(old['score'] if old else None, result['score'],
                                               link_scores)
     return _without_marker(result), ('updated' if old is not None else 'added')
+
+
+def merge_links_only(old_score: float, links: Sequence[dict], rules: UpdateRules
+                     ) -> Tuple[float, str]:
+    """merge_url for a crawldb record whose update brings links and perhaps signature records,
+    but no fetch: the record stays as it was except for its score (and the generate marker,
+    which merge_url removes except when the outcome is 'unchanged'). Returns (the new score,
+    the outcome). The updatedb reducer uses it to patch the score into the record's encoded
+    bytes instead of decoding and encoding the record (docs/performance.md)."""
+    links = top_links(links, rules.max_inlinks)
+    if not links:
+        return old_score, 'unchanged'
+    score = rules.scoring.update_db_score(old_score, old_score, [link['score'] for link in links])
+    return score, ('notfetching' if links[0].get('protocol_status') == 'notfetching'
+                   else 'updated')
 
 
 def _force_refetch_if_needed(record: dict, rules: UpdateRules, now: int) -> dict:

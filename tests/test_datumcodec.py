@@ -1,0 +1,115 @@
+"""datumcodec: CrawlDatum records encoded by hand give fastavro's bytes, or are left to
+fastavro; the score is found and replaced inside encoded records."""
+
+import io
+import math
+import random
+
+import fastavro
+import pytest
+
+from beamcrawl.transforms.datumcodec import (datum_score_offset, encode_datum, score_at,
+                                             with_score)
+from beamcrawl.transforms.records import CRAWL_DATUM_SCHEMA, STATUSES, crawl_datum
+
+SCHEMA = fastavro.parse_schema(CRAWL_DATUM_SCHEMA)
+NOW = 1795305600000
+
+
+def _fastavro(record):
+    buf = io.BytesIO()
+    fastavro.schemaless_writer(buf, SCHEMA, record)
+    return buf.getvalue()
+
+
+def _decode(raw):
+    return fastavro.schemaless_reader(io.BytesIO(raw), SCHEMA)
+
+
+def _datum(**fields):
+    record = crawl_datum('http://example.com/', 'db_fetched', fetch_time=NOW,
+                         fetch_interval=2592000, score=1.0)
+    record.update(fields)
+    return record
+
+
+PLAIN = [
+    _datum(),
+    _datum(url='http://xn--bcher-kva.example/ü/日本?q=ä#frag', status='db_unfetched'),
+    _datum(url='', fetch_time=0, fetch_interval=0, score=0.0),
+    _datum(fetch_time=-1, modified_time=-(1 << 63), retries=(1 << 31) - 1),
+    _datum(fetch_time=(1 << 63) - 1, fetch_interval=-(1 << 31)),
+    _datum(score=-0.0), _datum(score=float('inf')), _datum(score=float('-inf')),
+    _datum(score=float('nan')), _datum(score=3), _datum(score=0.1), _datum(score=1e-45),
+    _datum(signature=b''), _datum(signature=bytes(range(256))),
+    _datum(metadata={'_ngt_': '1795305600000'}),
+    _datum(metadata={'a': '', '': 'b', 'ключ': 'значение', 'fixedInterval': '86400.0'}),
+    _datum(protocol_status='success', http_code=200),
+    _datum(protocol_status='', http_code=-1),
+    _datum(http_code=(1 << 31) - 1),
+] + [_datum(status=status) for status in STATUSES]
+
+
+@pytest.mark.parametrize('record', PLAIN)
+def test_a_plain_record_gets_fastavros_bytes(record):
+    assert encode_datum(record) == _fastavro(record)
+
+
+def test_random_records_get_fastavros_bytes():
+    rnd = random.Random(5)
+    alphabet = 'abc/:?=&é日\u00a0%'
+    for _ in range(3000):
+        record = crawl_datum(
+            'http://' + ''.join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 90))),
+            rnd.choice(STATUSES), fetch_time=rnd.randint(-(1 << 63), (1 << 63) - 1),
+            fetch_interval=rnd.randint(-(1 << 31), (1 << 31) - 1),
+            modified_time=rnd.choice([0, NOW, rnd.randint(-(1 << 40), 1 << 40)]),
+            retries=rnd.randint(0, 300), score=rnd.uniform(-1e30, 1e30),
+            signature=rnd.choice([None, rnd.randbytes(rnd.randint(0, 40))]),
+            metadata={str(rnd.random()): 'v' * rnd.randint(0, 200)
+                      for _ in range(rnd.randint(0, 4))},
+            protocol_status=rnd.choice([None, 'notfetching', 'ü']),
+            http_code=rnd.choice([None, 0, 404, rnd.randint(-(1 << 31), (1 << 31) - 1)]))
+        assert encode_datum(record) == _fastavro(record), record
+
+
+@pytest.mark.parametrize('fields', [
+    {'fetch_time': True}, {'fetch_time': 1.0}, {'fetch_time': 1 << 63},
+    {'modified_time': -(1 << 63) - 1}, {'fetch_interval': 1 << 31}, {'retries': '0'},
+    {'http_code': 2.0}, {'score': None}, {'score': '1'}, {'score': 1e40},
+    {'signature': 'abc'}, {'signature': bytearray(b'x')}, {'metadata': {'k': 1}},
+    {'metadata': [('k', 'v')]}, {'protocol_status': 1}, {'status': 'no_such_status'},
+    {'url': b'http://bytes/'}, {'url': 'http://\ud800/'},
+])
+def test_a_record_not_plainly_typed_is_left_to_fastavro(fields):
+    assert encode_datum(_datum(**fields)) is None
+
+
+def test_a_record_missing_a_field_is_left_to_fastavro():
+    record = _datum()
+    del record['http_code']
+    assert encode_datum(record) is None
+
+
+@pytest.mark.parametrize('record', [r for r in PLAIN if not r['metadata']])
+def test_the_score_is_found_and_replaced_in_the_bytes(record):
+    raw = _fastavro(record)
+    offset = datum_score_offset(raw)
+    assert offset is not None
+    expected = _decode(raw)['score']
+    assert score_at(raw, offset) == expected or (math.isnan(expected)
+                                                 and math.isnan(score_at(raw, offset)))
+    patched = with_score(raw, offset, 2.5)
+    assert _decode(patched) == dict(_decode(raw), score=2.5)
+
+
+@pytest.mark.parametrize('record', [r for r in PLAIN if r['metadata']])
+def test_a_record_with_metadata_has_no_score_offset(record):
+    assert datum_score_offset(_fastavro(record)) is None
+
+
+def test_cut_or_garbled_bytes_give_no_offset_or_a_valid_one():
+    raw = _fastavro(_datum(signature=b'sig'))
+    for end in range(len(raw)):
+        assert datum_score_offset(raw[:end]) in (None, datum_score_offset(raw))
+    assert datum_score_offset(b'\xff' * 40) is None
