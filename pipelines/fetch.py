@@ -73,7 +73,7 @@ def run(args, cfg, now, beam_args):
             read = FetchListStayingOpen(generate_files)
             fetch = StreamingFetchSegment(poll_s=cfg['fetcher.streaming.poll.seconds'], **common)
         else:
-            read = ReadParts(generate_files)
+            read = ReadParts(generate_files, whole_files=True)
             fetch = FetchSegment(slots=len(generate_files), **common)
         _ = (p
              | 'ReadFetchList' >> read
@@ -88,13 +88,17 @@ def run(args, cfg, now, beam_args):
                 counters = {}
             else:
                 counters = run_pipeline(p, f'fetch {segment}')
-        after = journal.read_journals(journal_dir)
-        left = counters.get(metrics.FETCH_LEFT, 0) if not args.streaming else \
-            generated - after.fetched
+        if args.streaming:
+            after = journal.read_journals(journal_dir)
+            left, queue_times = generated - after.fetched, after.queue_times
+        else:
+            left = counters.get(metrics.FETCH_LEFT, 0)
         if interrupts.INTERRUPTED.is_set() or left:
             raise Interrupted(f'interrupted: {generated - left} fetched, {left} left; rerun to '
                               f'resume', interrupts.exit_code())
-        journal.write_queue_times(crawl.fetch_times(segment), after.queue_times)
+        if not args.streaming:
+            queue_times = journal.run_queue_times(journal_dir, run_id, before.queue_times)
+        journal.write_queue_times(crawl.fetch_times(segment), queue_times)
         tmp = {part: update.tmp[part] for part in parts}
         info = _warc_info(segment, now, common['http'].user_agent)
         if args.streaming:

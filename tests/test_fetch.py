@@ -44,6 +44,14 @@ def test_fetch_segment_transform_journals_every_result(web, runner, tmp_path):
         'http://www.a.test/': ('fetch_success', 5), 'http://b.test/': ('fetch_success', 5),
         'http://b.test/gone': ('fetch_gone', 5)}
     assert not [r for r in web.log if r.path == '/skipped']          # done before: skipped
+    # each writer noted its queue times: the same as read from the journals
+    assert state.queue_times and set(state.queue_times) == {'www.a.test', 'b.test'}
+    assert journal.run_queue_times(journal_dir, 'r1', {}) == state.queue_times
+    assert journal.run_queue_times(journal_dir, 'r1', {'b.test': 1e12, 'c.test': 1.0}) == \
+        dict(state.queue_times, **{'b.test': 1e12, 'c.test': 1.0})
+    for path in glob.glob(f'{journal_dir}/run-r1/*.queues.json'):   # a writer cut short
+        os.remove(path)
+    assert journal.run_queue_times(journal_dir, 'r1', {}) == state.queue_times
     parts = {part: str(tmp_path / part) for part in (CRAWL_FETCH, CONTENT)}
     journal.publish_journals(journal_dir, 'r1', parts, {})
     contents = read_parts(glob.glob(f'{parts[CONTENT]}/*.avro'))

@@ -79,16 +79,24 @@ class ReadParts(beam.PTransform):
     """Records of a list of Avro part files (empty PCollection for an empty list).
 
     The files are checked in the driver first, so a corrupt input fails fast with its name.
+    With `whole_files`, each file is read whole by one task, in one bundle, instead of through
+    Beam's splittable Avro source: for a small input whose next step regroups its records
+    anyway (the fetch list), that costs about 0.12 s less to build and run on the local runner
+    (docs/performance.md).
     """
 
-    def __init__(self, paths: List[str]):
+    def __init__(self, paths: List[str], whole_files: bool = False):
         super().__init__()
         self.paths = list(paths)
+        self.whole_files = whole_files
         check_avro_files(self.paths)
 
     def expand(self, pbegin: beam.pvalue.PBegin) -> beam.PCollection[Record]:
         if not self.paths:
             return pbegin | 'Empty' >> beam.Create([])
+        if self.whole_files:
+            return (pbegin | 'Paths' >> beam.Create(self.paths, reshuffle=False)
+                    | 'Read' >> beam.FlatMap(lambda path: iter_records([path])))
         if len(self.paths) == 1:
             return pbegin | 'Read' >> ReadFromAvro(self.paths[0])
         return (pbegin | 'Paths' >> beam.Create(self.paths)

@@ -9,12 +9,9 @@ contradict each other) raises ConfigError here, with one line naming the key or 
 
 import contextlib
 import logging
-from typing import Callable, Iterator, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, Iterator, Optional, Tuple
 
 from beamcrawl.transforms.errors import ConfigError
-from beamcrawl.transforms.fetcher.http import HttpSettings
-from beamcrawl.transforms.fetcher.settings import FetcherSettings
-from beamcrawl.transforms.parse import ParseSettings
 from beamcrawl.transforms.policy.addresses import AddressPolicy
 from beamcrawl.transforms.policy.generate import GenerateSettings
 from beamcrawl.transforms.policy.indexing import IndexRules
@@ -28,10 +25,16 @@ from beamcrawl.transforms.policy.schedule import (AdaptiveFetchSchedule, Default
                                                   schedule_kind)
 from beamcrawl.transforms.policy.scoring import OpicScoring
 from beamcrawl.transforms.policy.signature import signature_kind
-from beamcrawl.transforms.policy.sitemaps import SitemapLimits, SitemapSettings
 from beamcrawl.transforms.policy.updatedb import UpdateRules
 from beamcrawl.transforms.policy.urls import (BasicNormalizer, DomainHelper, RegexFilter,
                                               RegexNormalizer, RuleError, UrlPolicy)
+
+if TYPE_CHECKING:      # imported where they are built: the fetcher, the parser and the sitemap
+    # parser (requests, lxml) cost about 0.1 s to import, which other commands do not pay
+    from beamcrawl.transforms.fetcher.http import HttpSettings
+    from beamcrawl.transforms.fetcher.settings import FetcherSettings
+    from beamcrawl.transforms.parse import ParseSettings
+    from beamcrawl.transforms.policy.sitemaps import SitemapSettings
 
 __all__ = ['url_policy', 'address_policy', 'index_rules', 'inject_rules', 'generate_settings',
            'fetcher_settings',
@@ -86,8 +89,9 @@ def inject_rules(cfg, *, overwrite: bool = False, update: bool = False) -> Injec
                        purge_gone=cfg['db.update.purge.404'])
 
 
-def sitemap_settings(cfg) -> SitemapSettings:
+def sitemap_settings(cfg) -> 'SitemapSettings':
     """What the `sitemap` command reads sitemaps with (transforms/sitemap.py)."""
+    from beamcrawl.transforms.policy.sitemaps import SitemapLimits, SitemapSettings
     return SitemapSettings(
         limits=SitemapLimits(max_bytes=cfg['sitemap.size.max'],
                              max_urls=cfg['sitemap.urls.max'],
@@ -107,8 +111,9 @@ def generate_settings(cfg) -> GenerateSettings:
             min_score=cfg['generate.min.score'], min_interval=cfg['generate.min.interval'])
 
 
-def fetcher_settings(cfg, threads: Optional[int] = None) -> FetcherSettings:
+def fetcher_settings(cfg, threads: Optional[int] = None) -> 'FetcherSettings':
     """The fetch engine's settings; `threads` (--threads) overrides fetcher.threads.fetch."""
+    from beamcrawl.transforms.fetcher.settings import FetcherSettings
     delay = cfg['fetcher.server.delay']
     return FetcherSettings(
         threads=threads or cfg['fetcher.threads.fetch'],
@@ -137,8 +142,9 @@ def fetcher_settings(cfg, threads: Optional[int] = None) -> FetcherSettings:
         progress_s=cfg['fetcher.progress.seconds'])
 
 
-def http_settings(cfg, threads: int) -> HttpSettings:
+def http_settings(cfg, threads: int) -> 'HttpSettings':
     """The HTTP client's settings for a fetcher with `threads` threads."""
+    from beamcrawl.transforms.fetcher.http import HttpSettings
     agent = cfg['http.agent.name']
     if cfg['http.agent.version']:
         agent += '/' + cfg['http.agent.version']
@@ -173,7 +179,8 @@ def scoring(cfg) -> OpicScoring:
                        count_filtered=cfg['db.score.count.filtered'])
 
 
-def parse_settings(cfg) -> ParseSettings:
+def parse_settings(cfg) -> 'ParseSettings':
+    from beamcrawl.transforms.parse import ParseSettings
     with _config_errors():
         return ParseSettings(
             signature_kind=signature_kind(cfg['db.signature.class']),

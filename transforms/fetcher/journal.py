@@ -5,6 +5,7 @@ A fetch writes into `segments/<seg>/.fetch/` (docs/crawl-dir.md, "Fetching"):
   run-<id>/<writer>.crawl_fetch.avro   CrawlDatum records, appended as results complete
   run-<id>/<writer>.content.avro       Content records, appended as results complete
   run-<id>/<writer>.warc.avro          WARC records of each exchange (fetcher.store.warc)
+  run-<id>/<writer>.queues.json        when each queue may be requested next (written last)
   run-<id>.committed                   the journal files of bundles the runner committed
 
 Every record carries `_src_` in its metadata: the generated URL it stems from. A generated URL
@@ -39,7 +40,7 @@ from beamcrawl.transforms.warc import write_warc_file
 
 __all__ = ['SOURCE_KEY', 'WarcInfo', 'WARC_JOURNAL_SCHEMA', 'JournalWriter', 'JournalState',
            'read_journals', 'commit_run', 'publish_journals', 'publish_attempts', 'queue_times_of',
-           'new_run_id', 'write_queue_times', 'read_queue_times']
+           'new_run_id', 'write_queue_times', 'read_queue_times', 'run_queue_times']
 
 SOURCE_KEY = '_src_'                   # metadata: the generated URL a record stems from
 # The WARC records of one exchange, as gzip members, with the URL they are of.
@@ -69,6 +70,7 @@ class JournalWriter:
         self.name = uuid.uuid4().hex[:12]
         self._files: Dict[str, object] = {}
         self._writers: Dict[str, fastavro.write.Writer] = {}
+        self.queue_times: Dict[str, float] = {}        # queue_times_of what was written
 
     def path(self, part: str) -> str:
         return FileSystems.join(self.directory, f'{self.name}.{part}.avro')
@@ -88,6 +90,9 @@ class JournalWriter:
                                             compression_type=CompressionTypes.UNCOMPRESSED)
                 writer = fastavro.write.Writer(handle, _PARSED[wanted], codec='deflate')
                 self._files[wanted], self._writers[wanted] = handle, writer
+            if wanted == CRAWL_FETCH:
+                for record in records:
+                    _note_queue_time(self.queue_times, record)
             try:
                 for record in records:
                     writer.write(record)
@@ -97,13 +102,18 @@ class JournalWriter:
                 raise OSError(e.errno, e.strerror, self.path(wanted)) from e
 
     def close(self) -> List[str]:
-        """Closes the files; returns their paths."""
+        """Closes the files, then writes the queue times of what they hold (so that the end of
+        a fetch need not read the journals again: run_queue_times); returns their paths."""
         paths = []
         for part, writer in self._writers.items():
             writer.flush()
             self._files[part].close()
             paths.append(self.path(part))
         self._files, self._writers = {}, {}
+        if paths:
+            path = FileSystems.join(self.directory, f'{self.name}{_QUEUES_SUFFIX}')
+            write_queue_times(path, self.queue_times)
+            paths.append(path)
         return paths
 
 
@@ -139,13 +149,38 @@ def queue_times_of(records) -> Dict[str, float]:
     its delay, from the fetch.* metadata of crawl_fetch records."""
     times: Dict[str, float] = {}
     for record in records:
-        meta = record.get('metadata') or {}
-        if 'fetch.end' in meta and 'fetch.queue' in meta:
-            try:
-                allowed = int(meta['fetch.end']) / 1000.0 + float(meta.get('fetch.delay', 0))
-            except ValueError:
-                continue
-            queue = meta['fetch.queue']
+        _note_queue_time(times, record)
+    return times
+
+
+def _note_queue_time(times: Dict[str, float], record: dict) -> None:
+    meta = record.get('metadata') or {}
+    if 'fetch.end' in meta and 'fetch.queue' in meta:
+        try:
+            allowed = int(meta['fetch.end']) / 1000.0 + float(meta.get('fetch.delay', 0))
+        except ValueError:
+            return
+        queue = meta['fetch.queue']
+        times[queue] = max(times.get(queue, 0.0), allowed)
+
+
+_QUEUES_SUFFIX = '.queues.json'
+
+
+def run_queue_times(journal_dir: str, run_id: str, before: Dict[str, float]
+                    ) -> Dict[str, float]:
+    """`before` (the queue times of earlier runs) updated with run `run_id`'s requests: from
+    each of its writers' queue file, or from the writer's crawl_fetch journal when it has none
+    (a bundle that did not finish)."""
+    times = dict(before)
+    prefix = _run_dir(journal_dir, run_id) + '/'
+    for path in _journal_files(journal_dir, CRAWL_FETCH):
+        if not path.startswith(prefix):
+            continue
+        written = _load_queue_times(_writer_of(path, CRAWL_FETCH) + _QUEUES_SUFFIX)
+        if written is None:
+            written = queue_times_of(_tolerant_records(path))
+        for queue, allowed in written.items():
             times[queue] = max(times.get(queue, 0.0), allowed)
     return times
 
@@ -301,10 +336,16 @@ def write_queue_times(path: str, times: Dict[str, float]) -> None:
 
 
 def read_queue_times(path: str) -> Dict[str, float]:
+    """The queue times of a file write_queue_times wrote ({} when it is missing or unreadable)."""
+    times = _load_queue_times(path)
+    return {} if times is None else times
+
+
+def _load_queue_times(path: str) -> Optional[Dict[str, float]]:
     if not FileSystems.exists(path):
-        return {}
+        return None
     try:
         with FileSystems.open(path) as f:
             return {k: float(v) for k, v in json.loads(f.read().decode('utf-8')).items()}
-    except (ValueError, AttributeError):
-        return {}
+    except (ValueError, AttributeError, OSError):
+        return None
