@@ -432,8 +432,9 @@ class _KeysBuilder:
                 if index > 255:
                     raise ValueError('more than 256 statuses')
             table[i] = index
-        self._translations[id(keys)] = (keys, bytes(table))
-        return bytes(table)
+        translation = bytes(table)
+        self._translations[id(keys)] = (keys, translation)
+        return translation
 
     def write(self, path: str, part_size: int, sync: bytes) -> None:
         blob = ''.join(self.urls).encode('utf-8')

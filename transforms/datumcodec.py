@@ -80,7 +80,9 @@ def _long(n) -> bytes:
 
 
 def _int(n) -> bytes:
-    if type(n) is not int or not _INT_MIN <= n <= _INT_MAX:      # pylint: disable=unidiomatic-typecheck
+    if type(n) is not int:                  # pylint: disable=unidiomatic-typecheck
+        raise _Unplain()
+    if not _INT_MIN <= n <= _INT_MAX:
         raise _Unplain()
     return _LONGS[n]
 
@@ -112,7 +114,7 @@ def encode_datum(record: dict) -> Optional[bytes]:
         protocol = record['protocol_status']
         http_code = record['http_code']
         score = record['score']
-        if type(score) is not float and type(score) is not int:  # pylint: disable=unidiomatic-typecheck
+        if type(score) not in (float, int):     # a bool, a numpy number...: fastavro decides
             return None
         return b''.join((
             _string(record['url']), _STATUS[record['status']], _long(record['fetch_time']),
