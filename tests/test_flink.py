@@ -44,6 +44,7 @@ def cluster(built):
     pids = [p for ps in flink.pids().values() for p in ps]
     flink.stop()
     assert not [p for p in pids if pid_alive(p)], 'stop left processes behind'
+    assert not os.path.exists(flink.tmp_dir), 'stop left the jobs\' files behind'
 
 
 @pytest.fixture(scope='module')
@@ -113,6 +114,8 @@ def test_start_is_idempotent_and_status_says_what_runs(cluster):
     status = run_cli('flink', 'status', '--home', cluster.home).stdout
     for name in ('jobmanager', 'taskmanager', 'job server', 'worker pool'):
         assert f'{name}: running' in status
+    # the TaskManager works in the cluster's own folder (stop removes it), not in /tmp
+    assert glob.glob(os.path.join(cluster.tmp_dir, 'tm_*'))
 
 
 def test_workers_without_beamcrawl_give_one_line(cluster, tmp_path):

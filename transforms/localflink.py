@@ -8,7 +8,9 @@ Everything lives in one cache folder (default `.flink/`, or BEAMCRAWL_FLINK_HOME
   flink-1.19.3/    Flink assembled once from two PyPI downloads, without installing PyFlink:
                    bin/ and conf/ from the apache-flink wheel, lib/ opt/ plugins/ and the
                    bin/ helper jar from the apache-flink-libraries sdist
-  run/             pid files and logs of the processes `start` started
+  run/             pid files and logs of the processes `start` started; run/tmp/ is Flink's
+                   io.tmp.dirs (the TaskManager's working folder keeps every job's jars, about
+                   150 MB a job), removed by `stop`, so that no run leaves gigabytes in /tmp
 
 `start` runs a JobManager and a TaskManager (2 slots, bound to localhost), the job server
 (port 8099) and a Beam worker pool (port 50000) from this Python's environment, waits until all
@@ -72,6 +74,7 @@ class LocalFlink:
         self.jar = os.path.join(self.build_dir, 'target', _JAR)
         self.flink_home = os.path.join(self.home, f'flink-{FLINK_VERSION}')
         self.run_dir = os.path.join(self.home, 'run')
+        self.tmp_dir = os.path.join(self.run_dir, 'tmp')
         self.downloads = os.path.join(self.home, 'downloads')
 
     # -- the Beam options -------------------------------------------------------------------
@@ -207,7 +210,9 @@ class LocalFlink:
                                  ('taskmanager.sh', 'taskmanager')):
                 if status[name].startswith('running'):
                     continue
-                code = subprocess.call([os.path.join(self.flink_home, 'bin', script), 'start'],
+                os.makedirs(self.tmp_dir, exist_ok=True)
+                code = subprocess.call([os.path.join(self.flink_home, 'bin', script), 'start',
+                                        '-D', f'io.tmp.dirs={self.tmp_dir}'],
                                        env=env, stdout=subprocess.DEVNULL,
                                        stderr=subprocess.DEVNULL, start_new_session=True)
                 if code != 0:
@@ -281,6 +286,7 @@ class LocalFlink:
                     stopped.append(f'{name} (pid {pid})')
             for path in self._pid_paths(name):
                 os.remove(path)
+        shutil.rmtree(self.tmp_dir, ignore_errors=True)
         return stopped
 
 
