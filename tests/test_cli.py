@@ -83,3 +83,19 @@ def test_python_m_pipeline_module_takes_the_same_arguments(tmp_path):
     proc = subprocess.run([sys.executable, '-m', 'beamcrawl.pipelines.inject',
                            str(tmp_path / 'c'), seeds], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0 and '1 new' in proc.stdout
+
+
+@pytest.mark.parametrize('text, line', [
+    ('org.apache.flink.runtime.rest.util.RestClientException: [Could not upload job files.\n'
+     '\tat org.apache.flink.runtime.client.ClientUtils.uploadJobGraphFiles(ClientUtils.java:86)\n'
+     'Caused by: java.io.IOException: PUT operation failed: Broken pipe\n'
+     'Caused by: java.io.IOException: No space left on device\n\tat x.y(Z.java:1)\n]',
+     'Caused by: java.io.IOException: No space left on device'),
+    ('Traceback (most recent call last):\n  File "x.py", line 1\nRuntimeError: job FAILED\n]',
+     'RuntimeError: job FAILED'),
+    ('the job was cancelled\n', 'the job was cancelled'),
+    ('\n  \n', ''),
+])
+def test_a_probe_failure_is_told_by_its_most_telling_line(text, line):
+    from beamcrawl.transforms.portable import telling_line
+    assert telling_line(text.splitlines()) == line

@@ -22,7 +22,7 @@ import tempfile
 import threading
 import time
 import urllib.request
-from typing import Dict, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import apache_beam as beam
 from apache_beam.options import pipeline_options as po
@@ -214,6 +214,19 @@ def _batch_copy(options: po.PipelineOptions) -> po.PipelineOptions:
     return po.PipelineOptions.from_dictionary(values)
 
 
+def telling_line(lines: List[str]) -> str:
+    """The line of a failure's text that says most: the deepest Java cause (`Caused by: ...`),
+    else the last line naming an error or exception, else the last line. (The last line of a
+    Flink REST error is often a lone `]`.)"""
+    stripped = [line.strip() for line in lines if line.strip()]
+    for pick in (lambda line: line.startswith('Caused by:'),
+                 lambda line: 'Error' in line or 'Exception' in line, lambda line: True):
+        found = [line for line in stripped if pick(line)]
+        if found:
+            return found[-1]
+    return ''
+
+
 def probe_workers(options: po.PipelineOptions, timeout_s: float,
                   rest: Optional[str] = None) -> None:
     """With an EXTERNAL or PROCESS environment, checks once per process and endpoint that the
@@ -243,7 +256,7 @@ def probe_workers(options: po.PipelineOptions, timeout_s: float,
                             f'beamcrawl in the Python environment the worker pool starts '
                             f'workers with') from None
         raise UserError(f'a one-element probe job failed on the {where}: '
-                        f'{lines[-1].strip()[:300]} (the worker pool starts workers as '
+                        f'{telling_line(lines)[:300]} (the worker pool starts workers as '
                         f'`python` from its PATH)') from None
     finally:
         root.removeFilter(quiet)
