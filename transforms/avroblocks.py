@@ -30,7 +30,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from beamcrawl.transforms import layout
-from beamcrawl.transforms.datumcodec import encode_datum
+from beamcrawl.transforms.datumcodec import encode_datum, varint
 from beamcrawl.transforms.errors import InputError
 from beamcrawl.transforms.records import CRAWL_DATUM_SCHEMA
 
@@ -71,14 +71,15 @@ def _read_long(f) -> int:
             raise ValueError('varint too long')
 
 
-def _long(n: int) -> bytes:
-    n = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
+def _read_block(f, offset: int) -> Tuple[int, bytes]:
+    """(record count, data as stored) of the block at `offset`."""
+    f.seek(offset)
+    count = _read_long(f)
+    length = _read_long(f)
+    data = f.read(length)
+    if len(data) != length:
+        raise EOFError(f'truncated block at offset {offset}')
+    return count, data
 
 
 def _read_bytes(f) -> bytes:
@@ -199,13 +200,8 @@ def read_records(path: str, offsets: Optional[List[int]] = None,
                 f.seek(0)
                 framed = [f.read(header.data_start)]
                 for offset in offsets:
-                    f.seek(offset)
-                    count = _read_long(f)
-                    length = _read_long(f)
-                    data = f.read(length)
-                    if len(data) != length:
-                        raise EOFError(f'truncated block at offset {offset}')
-                    framed += (_long(count), _long(length), data, header.sync)
+                    count, data = _read_block(f, offset)
+                    framed += (varint(count), varint(len(data)), data, header.sync)
                 for record in fastavro.reader(io.BytesIO(b''.join(framed)),
                                               reader_schema=reader_schema):
                     yield record, None
@@ -214,12 +210,7 @@ def read_records(path: str, offsets: Optional[List[int]] = None,
                       if reader_schema is not None else None)
             decode = fastavro.schemaless_reader
             for offset in offsets:
-                f.seek(offset)
-                count = _read_long(f)
-                length = _read_long(f)
-                data = f.read(length)
-                if len(data) != length:
-                    raise EOFError(f'truncated block at offset {offset}')
+                count, data = _read_block(f, offset)
                 if header.codec == 'deflate':
                     data = zlib.decompress(data, -15)
                 buf = io.BytesIO(data)
@@ -276,10 +267,10 @@ class PartWriter:
         meta = {'avro.schema': json.dumps(self.plain_schema).encode('utf-8'),
                 'avro.codec': b'deflate'}
         out = bytearray(MAGIC)
-        out += _long(len(meta))
+        out += varint(len(meta))
         for key, value in meta.items():
-            out += _long(len(key)) + key.encode('utf-8') + _long(len(value)) + value
-        out += _long(0) + self._sync
+            out += varint(len(key)) + key.encode('utf-8') + varint(len(value)) + value
+        out += varint(0) + self._sync
         self._file.write(out)
         self._size = len(out)
         return self
@@ -327,7 +318,7 @@ class PartWriter:
             return
         packer = zlib.compressobj(self.level, zlib.DEFLATED, -15)
         data = packer.compress(self._buf.getbuffer()) + packer.flush()
-        block = _long(self._count) + _long(len(data)) + data + self._sync
+        block = varint(self._count) + varint(len(data)) + data + self._sync
         self._file.write(block)
         self._size += len(block)
         if self._keys is not None:

@@ -22,7 +22,7 @@ from typing import Dict, Optional, Tuple
 
 from beamcrawl.transforms.records import CRAWL_DATUM_SCHEMA, STATUSES
 
-__all__ = ['encode_datum', 'datum_score_offset', 'score_at', 'with_score']
+__all__ = ['encode_datum', 'varint', 'datum_score_offset', 'score_at', 'with_score']
 
 _FIELDS = tuple(f['name'] for f in CRAWL_DATUM_SCHEMA['fields'])
 assert _FIELDS == ('url', 'status', 'fetch_time', 'modified_time', 'fetch_interval', 'retries',
@@ -34,7 +34,8 @@ _LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
 _INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
 
 
-def _varint(n: int) -> bytes:
+def varint(n: int) -> bytes:
+    """A long in Avro's encoding: zigzag, then 7 bits a byte, least significant first."""
     n = (n << 1) ^ (n >> 63)
     out = bytearray()
     while n > 0x7F:
@@ -54,7 +55,7 @@ class _Varints(dict):
             raise _Unplain()
         if len(self) >= self.limit:
             self.clear()
-        encoded = self[n] = _varint(n)
+        encoded = self[n] = varint(n)
         return encoded
 
 
@@ -63,7 +64,7 @@ class _Unplain(Exception):
 
 
 _LONGS = _Varints()
-_STATUS = {status: _varint(i) for i, status in enumerate(STATUSES)}
+_STATUS = {status: varint(i) for i, status in enumerate(STATUSES)}
 
 
 def _string(text) -> bytes:
