@@ -93,11 +93,10 @@ def run(args, cfg, now, beam_args):
             left, queue_times = generated - after.fetched, after.queue_times
         else:
             left = counters.get(metrics.FETCH_LEFT, 0)
+            queue_times = journal.run_queue_times(journal_dir, run_id, before.queue_times)
         if interrupts.INTERRUPTED.is_set() or left:
             raise Interrupted(f'interrupted: {generated - left} fetched, {left} left; rerun to '
                               f'resume', interrupts.exit_code())
-        if not args.streaming:
-            queue_times = journal.run_queue_times(journal_dir, run_id, before.queue_times)
         journal.write_queue_times(crawl.fetch_times(segment), queue_times)
         tmp = {part: update.tmp[part] for part in parts}
         info = _warc_info(segment, now, common['http'].user_agent)

@@ -206,11 +206,11 @@ class LocalFlink:
                     _check_free(port, 'Flink')
             log.info('flink: starting a JobManager and a TaskManager (%d slots, localhost)',
                      TASK_SLOTS)
+            os.makedirs(self.tmp_dir, exist_ok=True)
             for script, name in (('jobmanager.sh', 'jobmanager'),
                                  ('taskmanager.sh', 'taskmanager')):
                 if status[name].startswith('running'):
                     continue
-                os.makedirs(self.tmp_dir, exist_ok=True)
                 code = subprocess.call([os.path.join(self.flink_home, 'bin', script), 'start',
                                         '-D', f'io.tmp.dirs={self.tmp_dir}'],
                                        env=env, stdout=subprocess.DEVNULL,
