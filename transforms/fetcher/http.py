@@ -10,7 +10,7 @@ import email.utils
 import time
 import urllib.parse
 import zlib
-from typing import Dict, Optional
+from typing import Optional
 
 import requests
 import urllib3
@@ -18,6 +18,7 @@ from requests.adapters import HTTPAdapter
 
 from beamcrawl.transforms.fetcher.guard import DeniedAddress, Watchdog, guarded_pool_classes
 from beamcrawl.transforms.policy.addresses import AddressPolicy
+from beamcrawl.transforms.policy.headers import Headers
 from beamcrawl.transforms.warc import RawExchange
 
 __all__ = ['HttpSettings', 'HttpResponse', 'HttpClient', 'http_date']
@@ -45,7 +46,7 @@ class HttpSettings:
 class HttpResponse:
     url: str
     code: Optional[int]           # None: no response (error says why)
-    headers: Dict[str, str]
+    headers: Headers              # case-insensitive names (policy/headers.py)
     body: bytes = b''
     truncated: bool = False
     error: str = ''
@@ -160,15 +161,15 @@ class HttpClient:
                 getattr(getattr(resp.raw, '_connection', None), 'peer_address', None)
             body, truncated = self._read(resp, self.settings.content_limit if limit is None
                                          else limit, deadline, raw)
-            result = HttpResponse(url, resp.status_code, dict(resp.headers), body, truncated)
+            result = HttpResponse(url, resp.status_code, Headers(resp.headers), body, truncated)
             if raw is not None:
                 result.exchange = self._exchange(url, prepared, resp, b''.join(raw), start,
                                                  truncated, peer)
         except DeniedAddress as e:
-            result = HttpResponse(url, None, {}, error=str(e), denied=True)
+            result = HttpResponse(url, None, Headers(), error=str(e), denied=True)
         except (requests.RequestException, urllib3.exceptions.HTTPError, OSError, ValueError,
                 zlib.error, _DeadlinePassed) as e:
-            result = HttpResponse(url, None, dict(resp.headers) if resp is not None else {},
+            result = HttpResponse(url, None, Headers(resp.headers if resp is not None else None),
                                   error=_describe(e))
         finally:
             if resp is not None:

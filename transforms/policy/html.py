@@ -25,6 +25,7 @@ import lxml.etree
 import lxml.html
 
 from beamcrawl.transforms.policy.charset import decode_document
+from beamcrawl.transforms.policy.headers import header
 from beamcrawl.transforms.policy.html_tokens import Extract, extract_tokens
 
 __all__ = ['Parse', 'parse_document', 'HTML_TYPES', 'BLOCK_TAGS']
@@ -228,18 +229,21 @@ def _lines(text: str) -> str:
 def parse_document(body: bytes, url: str, content_type: str, *,
                    headers: Optional[Dict[str, str]] = None, agents: Sequence[str] = ()) -> Parse:
     """Parses one fetched document by its MIME type."""
-    headers = headers or {}
     mime, _, params = content_type.partition(';')
     mime = mime.strip().lower()
+    if mime in ('', 'application/octet-stream'):
+        # Content stored before header names were matched case-insensitively has no type;
+        # its headers still say what it is.
+        mime = header(headers, 'Content-Type').partition(';')[0].strip().lower() or mime
     charset = None
     m = re.search(r'charset\s*=\s*["\']?([^"\';\s]+)', params + ';' +
-                  headers.get('Content-Type', ''), re.I)
+                  header(headers, 'Content-Type'), re.I)
     if m:
         charset = m.group(1)
     if mime in HTML_TYPES or (mime in ('', 'application/octet-stream')
                               and b'<html' in body[:1024].lower()):
         return parse_html(body, url, header_charset=charset,
-                          x_robots=headers.get('X-Robots-Tag', ''), agents=agents)
+                          x_robots=header(headers, 'X-Robots-Tag'), agents=agents)
     if mime in TEXT_TYPES:
         text, used, source = decode_document(body, charset)
         meta = {'charset': used, 'charset.source': source}

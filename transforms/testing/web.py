@@ -82,9 +82,13 @@ class TestWeb:
 
     __test__ = False   # not a pytest test class
 
-    def __init__(self, sites: Optional[Dict[str, Dict[str, Route]]] = None):
+    def __init__(self, sites: Optional[Dict[str, Dict[str, Route]]] = None, *,
+                 header_names: Optional[Callable[[str], str]] = None):
         self.sites: Dict[str, Dict[str, Route]] = {h.lower(): dict(r) for h, r in
                                                    (sites or {}).items()}
+        # How header names are spelled in responses (names are case-insensitive, and servers
+        # differ: str.lower, or str.capitalize as Python's http.server sends `Content-type`).
+        self.header_names = header_names or (lambda name: name)
         self.log: List[LoggedRequest] = []
         self._lock = threading.Lock()
         self._server: Optional[ThreadingHTTPServer] = None
@@ -191,7 +195,8 @@ class _Handler(BaseHTTPRequestHandler):
         if page.status not in (204, 304):
             headers['Content-Length'] = str(len(body))
         head = [f'HTTP/1.1 {page.status} {self.responses.get(page.status, ("",))[0]}']
-        head += [f'{name}: {value}' for name, value in headers.items()]
+        spell = self.testweb.header_names
+        head += [f'{spell(name)}: {value}' for name, value in headers.items()]
         data = ('\r\n'.join(head) + '\r\n\r\n').encode('latin-1')
         if send_body:
             data += body
