@@ -196,3 +196,20 @@ def test_crawl_index_search_dedup_and_deletion(web, index_web, tmp_path):
 def test_search_without_an_index_is_one_line(tmp_path):
     proc = run_cli('search', str(tmp_path), 'x', check=False)
     assert proc.returncode == 2 and 'no index' in proc.stderr
+
+
+def test_search_marks_the_words_found_in_text_with_accents(tmp_path):
+    """Tantivy reports highlights as byte offsets: after an accent, characters and bytes differ."""
+    from beamcrawl.transforms.shards import update_shard
+    shard = CrawlLayout(str(tmp_path)).index_shard(0)
+    text = 'Le Café de Zürich: un café où l’on parle de café crème.'
+    update_shard(None, shard, [], [dict(url='http://x.test/', host='x.test', title='Cafés',
+                                        text=text, anchors=[], content_type='text/html',
+                                        signature='s', lang='fr', fetch_time=NOW, score=1.0,
+                                        boost=1.0, outlinks=0)])
+    proc = run_cli('search', str(tmp_path), 'café')
+    assert proc.stdout.splitlines()[2].strip() == (
+        'Le **Café** de Zürich: un **café** où l’on parle de **café** crème')
+    hit = json.loads(run_cli('search', str(tmp_path), 'café', '--json').stdout)
+    assert hit['snippet'] == proc.stdout.splitlines()[2].strip()
+    assert hit['snippet_html'].count('<b>') == 3

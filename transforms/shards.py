@@ -123,13 +123,15 @@ def search(shard_dirs: List[str], query: str, top: int,
 
 
 def _highlighted(snippet, marks: Tuple[str, str]) -> str:
-    text = snippet.fragment()
+    """The snippet's text with its highlighted spans between `marks`. Tantivy's spans are byte
+    offsets into the UTF-8 text (not character offsets: they differ after an accent)."""
+    data = snippet.fragment().encode('utf-8')
     out, position = [], 0
     for span in snippet.highlighted():
-        out.append(text[position:span.start])
-        out.append(marks[0] + text[span.start:span.end] + marks[1])
+        out.append(data[position:span.start].decode('utf-8', 'replace'))
+        out.append(marks[0] + data[span.start:span.end].decode('utf-8', 'replace') + marks[1])
         position = span.end
-    out.append(text[position:])
+    out.append(data[position:].decode('utf-8', 'replace'))
     return ' '.join(''.join(out).split())
 
 
