@@ -8,6 +8,7 @@ through. User errors print one line on stderr and exit 2, with no traceback.
 """
 
 import argparse
+import datetime
 import errno
 import importlib
 import logging
@@ -38,7 +39,10 @@ COMMANDS = {
     'search': 'beamcrawl.pipelines.search',
     'warc-export': 'beamcrawl.pipelines.warc_export',
     'sitemap': 'beamcrawl.pipelines.sitemap',
+    'config': 'beamcrawl.pipelines.config',
 }
+# Commands that only read a crawl directory: they never record its site settings.
+READ_ONLY = frozenset({'readdb', 'readseg', 'readlinkdb', 'search', 'config'})
 ALIASES = {'linkdb': 'invertlinks'}
 
 
@@ -91,7 +95,6 @@ def run_command(name: str, argv: List[str]) -> int:
     module.add_arguments(parser)
     if '-h' in argv or '--help' in argv:
         parser.parse_known_args(argv)            # prints the help and exits
-    from beamcrawl.transforms.config import load_config  # after logging: Beam logs while importing
     from beamcrawl.transforms.errors import UserError, from_worker
     from beamcrawl.transforms.runtime import parse_now, split_beam_args
     ours, beam_args = split_beam_args(argv, parser)
@@ -99,16 +102,25 @@ def run_command(name: str, argv: List[str]) -> int:
     _absolute_paths(args)
     interrupts.handle_signals()
     try:
-        cfg = load_config(args.conf, args.defines)
+        layout = None
+        if getattr(args, 'crawl_dir', None):
+            from beamcrawl.transforms.layout import CrawlLayout
+            layout = CrawlLayout(args.crawl_dir)
+            layout.refuse_foreign()         # a Nutch crawl, a file: refused before anything
+        cfg = site_config(args, layout)
         now = parse_now(args.now)
-        return module.run(args, cfg, now, beam_args)
+        try:
+            return module.run(args, cfg, now, beam_args)
+        finally:
+            if layout is not None and name not in READ_ONLY:
+                record_site_config(name, cfg, layout)
     except UserError as e:
         print(f'{prog}: {_without_step(str(e))}', file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
         return _interrupted(prog)
     except OSError as e:            # disk full, no permission... (nothing is lost: see docs)
-        return _os_error(prog, e)
+        return _os_error(prog, _os_error_in(e) or e)
     except Exception as e:  # pylint: disable=broad-except
         if interrupts.INTERRUPTED.is_set():    # Beam wraps a KeyboardInterrupt in its DoFns
             return _interrupted(prog)
@@ -117,9 +129,56 @@ def run_command(name: str, argv: List[str]) -> int:
             print(f'{prog}: {remote}', file=sys.stderr)
             return remote.exit_code
         cause = _os_error_in(e)     # Beam re-raises a worker's OSError wrapped in its own error
-        if cause is None:
-            raise
-        return _os_error(prog, cause)
+        if cause is not None:
+            return _os_error(prog, cause)
+        # Not a user's mistake: a defect. Its traceback is for the bug report; the exit code
+        # still says "failed" (2), never "nothing to do" (1).
+        logging.getLogger('beamcrawl').exception('%s: unexpected error', prog)
+        print(f'{prog}: failed: {type(e).__name__}: {_first_line(e)} (an unexpected error; the '
+              f'traceback is above)', file=sys.stderr)
+        return 2
+
+
+def _first_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return lines[0][:300] if lines else ''
+
+
+def site_config(args, layout):
+    """The configuration of a command: defaults < the crawl directory's recorded site settings
+    < the site file (--conf, or BEAMCRAWL_CONF) < -D (docs/crawl-dir.md, "Site settings")."""
+    from beamcrawl.transforms.config import load_config, read_recorded
+    site, label = args.conf, 'config file'
+    if not site and os.environ.get('BEAMCRAWL_CONF'):
+        site, label = os.path.abspath(os.environ['BEAMCRAWL_CONF']), 'BEAMCRAWL_CONF'
+    recorded = read_recorded(layout.site_conf) if layout is not None else None
+    cfg = load_config(site, args.defines, recorded=recorded, site_label=label)
+    cfg.recorded = recorded is not None
+    for note in cfg.notes:
+        logging.getLogger('beamcrawl').warning('%s', note)
+    return cfg
+
+
+def record_site_config(name: str, cfg, layout) -> None:
+    """The first command that writes into a crawl directory with a site file or -D records
+    them there, so that a later command without them does not crawl with other settings (a
+    fetch refusing every intranet URL, a parse dropping every outlink). Done once the command
+    has made the directory (a usage error makes nothing and records nothing)."""
+    from beamcrawl.transforms.config import recorded_text
+    from beamcrawl.transforms.layout import exists, write_file
+    if cfg.recorded or not cfg.explicit or not exists(layout.root):
+        return
+    when = datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')
+    try:
+        made = write_file(layout.site_conf, recorded_text(cfg, name, when), replace=False)
+    except OSError as e:        # a full disk: the command's own error is the one to report
+        logging.getLogger('beamcrawl').warning('could not record the site settings in %s: %s',
+                                               layout.site_conf, e)
+        return
+    if made:
+        logging.getLogger('beamcrawl').info(
+            'recorded the site settings (%d keys) in %s: later commands on this crawl '
+            'directory apply them', len(cfg.explicit), layout.site_conf)
 
 
 def _without_step(message: str) -> str:
@@ -144,6 +203,11 @@ def _os_error_in(error: BaseException):
     while error is not None and seen < 10:
         if isinstance(error, OSError) and error.errno:
             return error
+        details = getattr(error, 'exception_details', None)   # Beam's BeamIOError: per path
+        if isinstance(details, dict):
+            for inner in details.values():
+                if isinstance(inner, OSError) and inner.errno:
+                    return inner
         error = error.__cause__ or error.__context__
         seen += 1
     found = list(_REMOTE_OS_ERROR.finditer(str(first)))
@@ -153,13 +217,32 @@ def _os_error_in(error: BaseException):
     return None
 
 
+# What to do about an OSError, by errno: the advice that fits it (any other: _OTHER).
+_ADVICE = {
+    errno.ENOSPC: 'the disk is full: free space on it',
+    errno.EDQUOT: 'your disk quota is used up: free space or raise the quota',
+    errno.EACCES: 'permission denied: fix the permissions of that path, or run as its owner',
+    errno.EPERM: 'operation not permitted: fix the permissions of that path',
+    errno.EROFS: 'the filesystem is read-only: put the crawl directory on a writable one',
+    errno.ENOTDIR: 'a part of that path is a file, not a directory: name a directory',
+    errno.EISDIR: 'that path is a directory where a file was expected: name a file',
+    errno.ENOENT: 'that path does not exist (was it removed while the command ran?)',
+    errno.EMFILE: 'too many open files: raise the limit (ulimit -n)',
+    errno.ENFILE: 'the system has too many open files: close some programs',
+    errno.EIO: 'the device reported an input/output error: check the disk',
+    errno.ENAMETOOLONG: 'the path is too long: use a shorter one',
+}
+_OTHER = 'fix the cause'
+
+
 def _os_error(prog: str, error: OSError) -> int:
+    """One line for an error of the filesystem: what failed, where, and what to do. Exit 2."""
     path = error.filename or ''
+    advice = _ADVICE.get(error.errno, _OTHER)
     print(f'{prog}: {path + ": " if path else ""}{error.strerror or error} '
-          f'(errno {error.errno} {errno.errorcode.get(error.errno, "")}); nothing complete was '
-          f'lost: free space or fix permissions, then run the command again (a fetch resumes)',
-          file=sys.stderr)
-    return 1
+          f'(errno {error.errno} {errno.errorcode.get(error.errno, "")}); {advice}, then run the '
+          f'command again; nothing complete was lost (a fetch resumes)', file=sys.stderr)
+    return 2
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -11,7 +11,7 @@ import logging
 import sys
 
 from beamcrawl.pipelines.cli import run_command
-from beamcrawl.transforms.errors import Interrupted, UserError
+from beamcrawl.transforms.errors import Interrupted, UserError, refused_locally
 
 log = logging.getLogger('beamcrawl')
 
@@ -107,17 +107,35 @@ def run(args, cfg, now, beam_args):
     layout.delete(journal_dir)
     statuses = {k.split('.', 2)[2]: v for k, v in counters.items()
                 if k.startswith('fetch.status.')}
+    protocols = {k[len(metrics.FETCH_PROTOCOL):]: v for k, v in counters.items()
+                 if k.startswith(metrics.FETCH_PROTOCOL)}
     if args.streaming:            # the job was cancelled once drained: count the journal
-        statuses = {}
+        statuses, protocols = {}, {}
         for url, record in after.done.items():
             if url not in before.done:
                 statuses[record['status']] = statuses.get(record['status'], 0) + 1
+                protocol = record.get('protocol_status') or ''
+                protocols[protocol] = protocols.get(protocol, 0) + 1
     resumed = f' (and {before.fetched} fetched by an earlier run)' if before.fetched else ''
     print(f'fetched {crawl.segment(segment)}: ' +
           ', '.join(f'{v} {k}' for k, v in sorted(statuses.items())) + resumed)
+    _refused_everything(protocols, cfg)
     if cfg['fetcher.parse']:
         parse_segment(crawl, segment, cfg, now, beam_args)
     return 0
+
+
+def _refused_everything(protocols, cfg) -> None:
+    """Fails the command (exit 2) when every URL it tried was refused by our own address
+    policy: a configuration mistake (a crawl dir's settings overridden, an intranet crawl
+    without http.address.allow), not what the servers said. The URLs are not lost: updatedb
+    keeps their records as they were, and generate selects them again once the policy allows
+    them."""
+    total = sum(protocols.values())
+    if total and protocols.get('blocked', 0) == total:
+        raise refused_locally('URL of the segment', total, 0, 'none was requested, and updatedb '
+                              'keeps them due (http.address.allow is now '
+                              f'{",".join(cfg["http.address.allow"]) or "empty"})')
 
 
 def _warc_info(segment, now, agent):

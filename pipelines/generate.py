@@ -11,7 +11,7 @@ import sys
 import typing
 
 from beamcrawl.pipelines.cli import run_command
-from beamcrawl.transforms.errors import UserError
+from beamcrawl.transforms.errors import UserError, refused_locally
 
 log = logging.getLogger('beamcrawl')
 
@@ -82,9 +82,23 @@ def run(args, cfg, now, beam_args):
     log.info('generate: %d selected of %d due into %d segment(s)',
              counters.get('generate.selected', 0), counters.get('generate.due', 0), len(made))
     if not made:
+        _refused_everything(counters)
         log.info('generate: 0 records selected, no segment made')
         return 1
     return 0
+
+
+def _refused_everything(counters) -> None:
+    """Exit 2 (not 1, "nothing to do") when every record of the crawldb was refused by local
+    settings: the URL filters or the address policy, not the schedule."""
+    from beamcrawl.transforms import metrics
+    filtered = counters.get(metrics.GENERATE_REJECTED + 'filtered', 0)
+    denied = counters.get(metrics.GENERATE_REJECTED + 'denied_address', 0)
+    seen = sum(v for k, v in counters.items() if k.startswith(metrics.GENERATE_REJECTED)) + \
+        counters.get(metrics.GENERATE_DUE, 0) + counters.get(metrics.GENERATE_MALFORMED, 0)
+    if seen and filtered + denied == seen:
+        raise refused_locally('URL of the crawldb', denied, filtered, 'no segment made')
+
 
 if __name__ == '__main__':
     sys.exit(run_command('generate', sys.argv[1:]))

@@ -7,6 +7,7 @@ beamcrawl inject CRAWL_DIR SEEDS [--overwrite | --update] [--no-filter] [--no-no
 import sys
 
 from beamcrawl.pipelines.cli import run_command
+from beamcrawl.transforms.errors import refused_locally
 
 # A seed line costs about as much as this many crawldb records (it is normalized and filtered),
 # and seed files hold about this many bytes per line: for sizing the work only.
@@ -36,7 +37,17 @@ def run(args, cfg, now, beam_args):
                             normalize=not args.no_normalize, filter_urls=not args.no_filter,
                             clean_old=args.filter_normalize_all)
     print_summary('inject', counters)
+    refused_all_seeds(counters)
     return 0
+
+
+def refused_all_seeds(counters) -> None:
+    """Exit 2 when seeds were read and every one was refused by local settings."""
+    from beamcrawl.transforms import metrics
+    denied = counters.get(metrics.INJECT_DENIED, 0)
+    filtered = counters.get(metrics.INJECT_FILTERED, 0)
+    if counters.get(metrics.INJECT_INJECTED, 0) == 0 and denied + filtered > 0:
+        raise refused_locally('seed', denied, filtered, 'none was injected')
 
 
 def inject_files(crawl, paths, cfg, now, beam_args, *, overwrite=False, update=False,
@@ -81,7 +92,8 @@ def print_summary(what, counters):
     c = lambda name: counters.get(name, 0)  # noqa: E731
     print(f'{what}: {c(metrics.INJECT_INJECTED)} injected, {c(metrics.INJECT_NEW)} new, '
           f'{c(metrics.INJECT_ALREADY_KNOWN)} already known, {c(metrics.INJECT_MERGED)} merged, '
-          f'{c(metrics.INJECT_FILTERED)} filtered, {c(metrics.INJECT_MALFORMED)} malformed, '
+          f'{c(metrics.INJECT_FILTERED)} filtered, {c(metrics.INJECT_DENIED)} refused by the '
+          f'address policy, {c(metrics.INJECT_MALFORMED)} malformed, '
           f'{c(metrics.INJECT_DUPLICATE)} duplicate; crawldb has {c(metrics.CRAWLDB_RECORDS)} '
           f'records')
 

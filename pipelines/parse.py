@@ -26,8 +26,9 @@ def run(args, cfg, now, beam_args):
 def parse_segment(crawl, segment, cfg, now, beam_args) -> None:
     """Parses a fetched segment's content into its parse parts (also run by fetch when
     fetcher.parse is true)."""
-    from beamcrawl.transforms import settings
+    from beamcrawl.transforms import metrics, settings
     from beamcrawl.transforms.dbio import ReadParts
+    from beamcrawl.transforms.errors import refused_locally
     from beamcrawl.transforms.layout import CONTENT, PARSE_PARTS
     from beamcrawl.transforms.parse import ParseContent, write_parse_outputs
     from beamcrawl.transforms.runtime import make_pipeline, run_pipeline
@@ -39,11 +40,20 @@ def parse_segment(crawl, segment, cfg, now, beam_args) -> None:
                    | 'ParseContent' >> ParseContent(settings=parse, policy=policy, now=now))
         write_parse_outputs(outputs, update)
         counters = run_pipeline(p, f'parse {segment}')
+        denied = counters.get(metrics.PARSE_DENIED, 0)
+        if denied and not counters.get(metrics.PARSE_OUTLINKS, 0):
+            # Outlinks dropped by our own policy would be lost for good: nothing is published,
+            # and parse can run again once the settings are right.
+            raise refused_locally(f'outlink of segment {segment}', denied, 0,
+                                  'nothing was published: run parse again with the settings '
+                                  'of this crawl (beamcrawl config CRAWL_DIR)')
     statuses = {k.split('.', 2)[2]: v for k, v in counters.items()
                 if k.startswith('parse.status.')}
     skipped = sum(v for k, v in counters.items() if k.startswith('parse.skipped.'))
+    refused = (f'; {denied} outlinks refused by the address policy (http.address.allow)'
+               if denied else '')
     print(f'parsed {crawl.segment(segment)}: ' + ', '.join(
-        f'{v} {k}' for k, v in sorted(statuses.items())) + f'; {skipped} skipped')
+        f'{v} {k}' for k, v in sorted(statuses.items())) + f'; {skipped} skipped' + refused)
 
 
 if __name__ == '__main__':

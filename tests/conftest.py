@@ -5,7 +5,7 @@ import signal
 import subprocess
 import sys
 import time
-from typing import List
+from typing import List, Optional
 
 import pytest
 
@@ -50,6 +50,28 @@ def web(testweb):
 
 
 @pytest.fixture
+def local_web():
+    """A web served on 127.0.0.1 itself (an intranet host: the address policy refuses it unless
+    http.address.allow says otherwise), fetched without a proxy."""
+    web = TestWeb({'127.0.0.1': {
+        '/robots.txt': Page(status=404),
+        '/': html_page('intranet home', links=['/a', '/b']),
+        '/a': html_page('a', links=['/']), '/b': html_page('b'),
+    }}).start()
+    yield web
+    web.stop()
+
+
+def intranet_site(tmp_path, extra=''):
+    """A site file for crawling local_web: loopback allowed, only its URLs pass the filter."""
+    (tmp_path / 'only-intranet.txt').write_text('+^http://127\\.0\\.0\\.1:\n-.\n')
+    site = tmp_path / 'site.yaml'
+    site.write_text(f'http.agent.name: intranetbot\nhttp.address.allow: 127.0.0.0/8\n'
+                    f'fetcher.server.delay: 0\nurlfilter.regex.file: only-intranet.txt\n{extra}')
+    return str(site)
+
+
+@pytest.fixture
 def runner():
     """The runner beamcrawl pins when no --runner is given."""
     from apache_beam.runners.portability.fn_api_runner import FnApiRunner
@@ -62,11 +84,20 @@ def cfg():
     return load_config(defines=['domain.extra.suffixes=test'])
 
 
-def run_cli(*args: str, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess:
+def cli_env(extra: Optional[dict] = None) -> dict:
+    """The environment of a command under test: ours, without a BEAMCRAWL_CONF of the machine,
+    plus `extra`."""
+    env = {k: v for k, v in os.environ.items() if k != 'BEAMCRAWL_CONF'}
+    env.update(extra or {})
+    return env
+
+
+def run_cli(*args: str, check: bool = True, timeout: float = 300,
+            env: Optional[dict] = None) -> subprocess.CompletedProcess:
     """Runs `python -m beamcrawl.pipelines.cli ARGS` in a subprocess (exit codes and stderr as
-    a user sees them)."""
+    a user sees them); `env` adds environment variables."""
     proc = subprocess.run([sys.executable, '-m', 'beamcrawl.pipelines.cli', *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout, env=cli_env(env))
     if check and proc.returncode != 0:
         raise AssertionError(f'beamcrawl {" ".join(args)} exited {proc.returncode}:\n'
                              f'{proc.stdout}\n{proc.stderr}')

@@ -4,7 +4,7 @@ import argparse
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import run_cli, write_seeds
 from beamcrawl.transforms.errors import UserError
 from beamcrawl.transforms.runtime import parse_now, split_beam_args
 
@@ -99,3 +99,43 @@ def test_python_m_pipeline_module_takes_the_same_arguments(tmp_path):
 def test_a_probe_failure_is_told_by_its_most_telling_line(text, line):
     from beamcrawl.transforms.portable import telling_line
     assert telling_line(text.splitlines()) == line
+
+
+@pytest.mark.parametrize('command', [['inject', 'SEEDS'], ['generate'], ['updatedb'],
+                                     ['readdb', '--stats'], ['fetch']])
+def test_a_crawl_dir_that_is_a_file_is_one_line(tmp_path, command):
+    crawl = tmp_path / 'crawl'
+    crawl.write_text('not a directory\n')
+    args = [a if a != 'SEEDS' else write_seeds(tmp_path / 'seeds', ['http://x.test/'])
+            for a in command]
+    proc = run_cli(args[0], str(crawl), *args[1:], check=False)
+    assert proc.returncode == 2 and 'Traceback' not in proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.endswith(f'{crawl}: is a file, not a crawl directory (name a directory; it is '
+                         f'created if absent)')
+    assert crawl.read_text() == 'not a directory\n'
+
+
+def test_a_path_below_a_file_gets_advice_that_fits(tmp_path):
+    (tmp_path / 'afile').write_text('x')
+    proc = run_cli('inject', str(tmp_path / 'afile' / 'crawl'),
+                   write_seeds(tmp_path / 'seeds', ['http://x.test/']),
+                   '-D', 'domain.extra.suffixes=test', check=False)
+    assert proc.returncode == 2 and 'Traceback' not in proc.stderr
+    (line,) = [l for l in proc.stderr.splitlines() if l.startswith('beamcrawl inject:')]
+    assert 'errno 20 ENOTDIR' in line and 'a part of that path is a file' in line
+    assert 'free space' not in line
+
+
+def test_an_unexpected_error_exits_2_not_1(monkeypatch, capsys):
+    """A defect still exits "failed" (2), never "nothing to do" (1), with its traceback."""
+    from beamcrawl.pipelines import cli, readdb
+
+    def broken(*_):
+        raise ZeroDivisionError('a bug')
+    monkeypatch.setattr(readdb, 'run', broken)
+    assert cli.main(['readdb', '/nonexistent-crawl', '--stats']) == 2
+    err = capsys.readouterr().err
+    assert 'Traceback' in err
+    assert err.strip().splitlines()[-1] == ('beamcrawl readdb: failed: ZeroDivisionError: a bug '
+                                            '(an unexpected error; the traceback is above)')

@@ -180,9 +180,10 @@ def test_a_full_disk_is_one_line_and_the_fetch_resumes_once_space_is_freed(testw
         (segment,) = layout.segment_names()
         proc = run_cli('fetch', crawl, '--now', NOW, *conf, '-D', 'fetcher.server.delay=0',
                        check=False)
-        assert proc.returncode == 1 and 'Traceback' not in proc.stderr
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr
         (line,) = [l for l in proc.stderr.splitlines() if l.startswith('beamcrawl fetch:')]
         assert 'No space left on device (errno 28 ENOSPC)' in line and disk in line
+        assert 'the disk is full: free space on it' in line
         done_before = _done(layout, segment)
         subprocess.run(['mount', '-o', 'remount,size=64m', disk], check=True)
         run_cli('fetch', crawl, '--now', NOW, *conf, '-D', 'fetcher.server.delay=0')
@@ -193,6 +194,46 @@ def test_a_full_disk_is_one_line_and_the_fetch_resumes_once_space_is_freed(testw
                            if r.path != '/robots.txt')
         again = {url for url, n in requests.items() if n > 1}
         assert not again & done_before          # what was written is never requested again
+    finally:
+        subprocess.run(['umount', '-l', disk], capture_output=True)
+
+
+def _used_bytes(path):
+    out = subprocess.run(['df', '--output=used', '-B1', path], capture_output=True, text=True,
+                         check=True).stdout.split()
+    return int(out[-1])
+
+
+def test_a_full_disk_during_updatedb_exits_2_and_keeps_the_crawldb(testweb, tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip('mounting a small tmpfs to fill needs root')
+    disk = str(tmp_path / 'disk')
+    mounted, why = _mount_tmpfs(disk, '64m')
+    if not mounted:
+        pytest.skip(f'cannot mount a tmpfs here ({why})')
+    try:
+        testweb.add('fullupd.test', '/robots.txt', Page(status=404))
+        for i in range(2):
+            testweb.add('fullupd.test', f'/p{i}', html_page(f'page {i}'))
+        crawl = os.path.join(disk, 'crawl')
+        conf = _conf(testweb)
+        # A crawldb of 20,000 URLs (a new version takes far more than the room left below).
+        seeds = write_seeds(tmp_path / 'seeds', [f'http://fullupd.test/p{i}'
+                                                 for i in range(20000)])
+        run_cli('inject', crawl, seeds, '--now', NOW, *conf)
+        run_cli('generate', crawl, '--now', NOW, '--top-n', '2', *conf)
+        run_cli('fetch', crawl, '--now', NOW, *conf)
+        before = read_db(crawl)
+        subprocess.run(['mount', '-o', f'remount,size={_used_bytes(disk) + 65536}', disk],
+                       check=True)
+        proc = run_cli('updatedb', crawl, '--now', NOW, *conf, check=False)
+        assert proc.returncode == 2 and 'Traceback' not in proc.stderr, proc.stderr
+        (line,) = [l for l in proc.stderr.splitlines() if l.startswith('beamcrawl updatedb:')]
+        assert 'errno 28 ENOSPC' in line and 'the disk is full: free space on it' in line
+        assert read_db(crawl) == before                     # the crawldb is as it was
+        subprocess.run(['mount', '-o', 'remount,size=64m', disk], check=True)
+        run_cli('updatedb', crawl, '--now', NOW, *conf)
+        assert read_db(crawl)['http://fullupd.test/p0']['status'] == 'db_fetched'
     finally:
         subprocess.run(['umount', '-l', disk], capture_output=True)
 

@@ -7,17 +7,19 @@ value. Reading a key that `crawler-default.yaml` does not declare is a programmi
 
 import dataclasses
 import difflib
+import functools
 import os
 import re
 import xml.etree.ElementTree as ET
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import yaml
 from apache_beam.io.filesystems import FileSystems
 
 from beamcrawl.transforms.errors import ConfigError
 
-__all__ = ['Config', 'KeySpec', 'load_config', 'load_specs', 'bundled_conf_dir']
+__all__ = ['Config', 'KeySpec', 'Recorded', 'load_config', 'load_specs', 'bundled_conf_dir',
+           'read_recorded', 'recorded_text', 'nutch_keys']
 
 _TYPES = ('int', 'float', 'bool', 'str', 'enum', 'list')
 _TRUE = {'true', 'yes', 'on', '1'}
@@ -127,9 +129,16 @@ class Config(Mapping):
     file's directory first, then the bundled conf/).
     """
 
-    def __init__(self, values: Mapping[str, Any], conf_dirs: Sequence[str] = ()):
+    def __init__(self, values: Mapping[str, Any], conf_dirs: Sequence[str] = (), *,
+                 sources: Optional[Mapping[str, str]] = None,
+                 explicit: Optional[Mapping[str, Any]] = None, notes: Sequence[str] = (),
+                 rule_dirs: Sequence[str] = ()):
         self._values = dict(values)
         self.conf_dirs = tuple(conf_dirs)
+        self.sources = dict(sources or {})    # key -> where its value came from (not default)
+        self.explicit = dict(explicit or {})  # keys set by the site file and -D
+        self.notes = tuple(notes)             # warnings for the command to log
+        self.rule_dirs = tuple(rule_dirs)     # where the site file's rule files are
 
     def __getitem__(self, key: str) -> Any:
         return self._values[key]
@@ -150,7 +159,8 @@ class Config(Mapping):
             if key not in values:
                 raise KeyError(key)
             values[key] = value
-        return Config(values, self.conf_dirs)
+        return Config(values, self.conf_dirs, sources=self.sources, explicit=self.explicit,
+                      notes=self.notes, rule_dirs=self.rule_dirs)
 
     def resource_path(self, key: str) -> Optional[str]:
         """The file named by config key `key`, resolved against conf_dirs; None when empty."""
@@ -175,10 +185,30 @@ class Config(Mapping):
             return f.read().decode('utf-8')
 
 
-def _unknown(key: str, specs: Mapping[str, KeySpec], source: str) -> ConfigError:
-    close = difflib.get_close_matches(key, list(specs), n=1, cutoff=0.5)
-    hint = f" (did you mean '{close[0]}'?)" if close else ''
-    return ConfigError(f"unknown config key '{key}' in {source}{hint}")
+# Hadoop's own settings, which a nutch-site.xml often carries: ignored like Nutch's keys.
+HADOOP_PREFIXES = ('hadoop.', 'mapred.', 'mapreduce.', 'dfs.', 'fs.', 'io.', 'yarn.', 'ipc.')
+
+
+@functools.lru_cache(maxsize=1)
+def nutch_keys() -> frozenset:
+    """Property names Apache Nutch knows (conf/nutch-keys.txt)."""
+    with open(os.path.join(bundled_conf_dir(), 'nutch-keys.txt'), encoding='utf-8') as f:
+        return frozenset(line.strip() for line in f if line.strip() and not line.startswith('#'))
+
+
+def _is_nutch_key(key: str) -> bool:
+    return key in nutch_keys() or key.startswith(HADOOP_PREFIXES)
+
+
+def _unknown(keys: Sequence[str], specs: Mapping[str, KeySpec], source: str) -> ConfigError:
+    """One error naming every unknown key of a source, each with its closest known key."""
+    def hint(key):
+        close = difflib.get_close_matches(key, list(specs), n=1, cutoff=0.5)
+        return f" (did you mean '{close[0]}'?)" if close else ''
+    if len(keys) == 1:
+        return ConfigError(f"unknown config key '{keys[0]}' in {source}{hint(keys[0])}")
+    named = ', '.join(f"'{key}'{hint(key)}" for key in keys)
+    return ConfigError(f'{len(keys)} unknown config keys in {source}: {named}')
 
 
 def _read_site(path: str) -> dict:
@@ -210,33 +240,124 @@ def _read_site(path: str) -> dict:
         return {}
     if not isinstance(doc, dict):
         raise ConfigError(f'config file {path}: expected a mapping of key: value')
-    return doc
+    nested = [str(k) for k, v in doc.items() if isinstance(v, dict)
+              or (isinstance(v, list) and any(isinstance(i, (dict, list)) for i in v))]
+    if nested:
+        raise ConfigError(
+            f'config file {path}: must be flat, one `key: value` per line with the full dotted '
+            f'key (e.g. `http.agent.name: mybot`); nested under: {", ".join(nested[:5])}')
+    return {str(k): v for k, v in doc.items()}
+
+
+@dataclasses.dataclass(frozen=True)
+class Recorded:
+    """The site settings a crawl directory recorded when it was created (docs/crawl-dir.md,
+    "Site settings"): key -> value, and the directories its rule files were looked up in."""
+    path: str
+    settings: Mapping[str, Any]
+    rule_dirs: Tuple[str, ...] = ()
+
+
+RECORD_HEADER = """\
+# The site settings of this crawl directory, recorded by `beamcrawl {command}` on {when}.
+# Every command on this crawl directory applies them; --conf, BEAMCRAWL_CONF and -D still win
+# for one command (with a warning when they differ). `beamcrawl config CRAWL_DIR` shows the
+# effective value of every key; `beamcrawl config CRAWL_DIR --save [--conf FILE] [-D k=v]`
+# records new values. See docs/crawl-dir.md, "Site settings".
+"""
+
+
+def read_recorded(path: str) -> Optional[Recorded]:
+    """The crawl directory's recorded settings (None when it has none)."""
+    from beamcrawl.transforms.layout import read_file
+    try:
+        raw = read_file(path)
+    except OSError as e:
+        raise ConfigError(f'{path}: cannot read ({e})') from None
+    if raw is None:
+        return None
+    try:
+        doc = yaml.safe_load(raw.decode('utf-8')) or {}
+    except (yaml.YAMLError, UnicodeDecodeError) as e:
+        raise ConfigError(f'{path}: not valid YAML ({str(e).splitlines()[0]}): fix or remove '
+                          f'it') from None
+    settings = doc.get('settings') if isinstance(doc, dict) else None
+    dirs = doc.get('rule_dirs') if isinstance(doc, dict) else None
+    if not isinstance(settings, dict) or not isinstance(dirs or [], list):
+        raise ConfigError(f'{path}: expected `settings:` (key: value) and `rule_dirs:` (a list)')
+    return Recorded(path, {str(k): v for k, v in settings.items()},
+                    tuple(str(d) for d in dirs or ()))
+
+
+def recorded_text(cfg: 'Config', command: str, when: str) -> bytes:
+    """The text of a crawl directory's record of `cfg`'s site settings (its `explicit` keys)."""
+    def plain(value):
+        return list(value) if isinstance(value, tuple) else value
+    body = yaml.safe_dump({'rule_dirs': list(cfg.rule_dirs),
+                           'settings': {k: plain(v) for k, v in sorted(cfg.explicit.items())}},
+                          sort_keys=False, allow_unicode=True, default_flow_style=False)
+    return (RECORD_HEADER.format(command=command, when=when) + body).encode('utf-8')
 
 
 def load_config(site: Optional[str] = None, defines: Iterable[str] = (),
-                overrides: Optional[Mapping[str, Any]] = None) -> Config:
-    """The effective configuration: defaults < site file < `-D key=value` < `overrides`.
+                overrides: Optional[Mapping[str, Any]] = None, *,
+                recorded: Optional[Recorded] = None, site_label: str = 'config file') -> Config:
+    """The effective configuration: defaults < the crawl directory's `recorded` settings < site
+    file < `-D key=value` < `overrides`.
 
-    `overrides` is for tests and programs; its values are type-checked like the others.
+    Keys that Nutch (or Hadoop) knows and beamcrawl does not use are ignored, all named in one
+    note; unknown keys are one error naming them all. `overrides` is for tests and programs;
+    its values are type-checked like the others. The returned Config says where each value
+    came from (`sources`), which keys the site file and -D set (`explicit`), and what the
+    command should warn about (`notes`).
     """
     specs = load_specs()
     values = {name: spec.default for name, spec in specs.items()}
+    sources: Dict[str, str] = {}
+    notes: List[str] = []
     layers = []
+    if recorded is not None:
+        layers.append((f'crawl dir {recorded.path}', dict(recorded.settings), 'recorded'))
     if site:
-        layers.append((f'config file {site}', _read_site(site)))
+        layers.append((f'{site_label} {site}', _read_site(site), 'explicit'))
     parsed = {}
     for define in defines:
         key, sep, value = define.partition('=')
         if not sep or not key.strip():
             raise ConfigError(f"-D {define}: expected key=value")
         parsed[key.strip()] = value.strip()
-    layers.append(('-D', parsed))
-    layers.append(('overrides', dict(overrides or {})))
-    for source, layer in layers:
+    layers.append(('-D', parsed, 'explicit'))
+    layers.append(('overrides', dict(overrides or {}), 'program'))
+    explicit: Dict[str, Any] = {}           # set by the site file or -D
+    kept: Dict[str, Any] = {}               # recorded in the crawl directory
+    for source, layer, kind in layers:
+        unknown = [k for k in layer if k not in specs and not _is_nutch_key(k)]
+        if unknown and kind != 'recorded':
+            raise _unknown(unknown, specs, source)
+        ignored = sorted(k for k in layer if k not in specs)
+        if ignored:
+            what = ('keys of Nutch or Hadoop that beamcrawl does not use' if kind != 'recorded'
+                    else 'keys this version of beamcrawl does not know')
+            notes.append(f'{source}: {len(ignored)} {what}, ignored: {", ".join(ignored)}')
         for key, value in layer.items():
-            if key not in specs:
-                raise _unknown(key, specs, source)
-            values[key] = specs[key].convert(value, source)
-    conf_dirs = [os.path.dirname(os.path.abspath(site))] if site and '://' not in site else []
+            if key in specs:
+                values[key] = specs[key].convert(value, source)
+                sources[key] = source
+                if kind == 'explicit':
+                    explicit[key] = values[key]
+                elif kind == 'recorded':
+                    kept[key] = values[key]
+    for key, value in explicit.items():
+        if key in kept and kept[key] != value:
+            notes.append(f'{key}={_show(value)} ({sources[key]}) differs from {_show(kept[key])} '
+                         f'recorded in {recorded.path}: used for this command only')
+    rule_dirs = [os.path.dirname(os.path.abspath(site))] if site and '://' not in site else []
+    recorded_dirs = list(recorded.rule_dirs) if recorded else []
+    conf_dirs = rule_dirs + [d for d in recorded_dirs if d not in rule_dirs]
     conf_dirs.append(bundled_conf_dir())
-    return Config(values, conf_dirs)
+    return Config(values, conf_dirs, sources=sources, explicit=explicit, notes=notes,
+                  rule_dirs=rule_dirs or recorded_dirs)
+
+
+def _show(value: Any) -> str:
+    return ','.join(map(str, value)) if isinstance(value, tuple) else repr(value)

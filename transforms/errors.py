@@ -47,3 +47,15 @@ def from_worker(error: BaseException):
     kind = {cls.__name__: cls for cls in (UserError, ConfigError, LockedError, InputError)}.get(
         name)
     return kind(message) if kind is not None else None
+
+
+def refused_locally(what: str, denied: int, filtered: int, after: str = '') -> UserError:
+    """The error of a step in which local settings refused every URL (inject, generate): our own
+    address policy or URL filters, not anything a server said. Names the keys to change."""
+    reasons = ([f'{denied} by the address policy (allow ranges with http.address.allow)']
+               if denied else [])
+    if filtered:
+        reasons.append(f'{filtered} by the URL filters (urlfilter.regex.file, '
+                       f'urlfilter.scheme.allowed)')
+    return UserError(f'every {what} was refused by local settings: {"; ".join(reasons)}'
+                     + (f'; {after}' if after else ''))

@@ -19,6 +19,7 @@ import datetime
 import getpass
 import logging
 import os
+import re
 import socket
 import time
 import uuid
@@ -33,7 +34,8 @@ from beamcrawl.transforms.errors import InputError, LockedError
 log = logging.getLogger('beamcrawl')
 
 __all__ = ['CrawlLayout', 'DbLayout', 'DbUpdate', 'SegmentUpdate', 'Lock', 'PART_GLOB',
-           'part_file', 'exists', 'list_files', 'delete', 'mkdirs', 'rename',
+           'part_file', 'exists', 'list_files', 'delete', 'mkdirs', 'rename', 'write_file',
+           'read_file', 'SITE_CONF',
            'CRAWL_GENERATE', 'CRAWL_FETCH', 'CONTENT', 'PARSE_TEXT', 'PARSE_DATA', 'CRAWL_PARSE',
            'WARC', 'WARC_GLOB', 'warc_file', 'SEGMENT_PARTS', 'FETCH_PARTS', 'PARSE_PARTS']
 
@@ -55,6 +57,46 @@ APPLIED = '_applied_segments'      # inside a db version: segments already merge
 PARTITIONS_NOTE = '_partitions'
 _TMP_PREFIX = '.tmp-'
 _LOCK_NAME = '.locked'
+SITE_CONF = 'crawl-conf.yaml'
+
+
+def write_file(path: str, data: bytes, *, replace: bool) -> bool:
+    """Publishes a small file whole: written aside, then moved into place, so a reader finds the
+    old file or the new one, never a part. With replace=False the file is created only if it
+    does not exist yet (False when it did: another run made it first)."""
+    aside = f'{path}{_TMP_PREFIX}{uuid.uuid4().hex[:8]}'
+    if is_local(path):
+        os.makedirs(os.path.dirname(path) or '.', exist_ok=True)
+        with open(aside, 'wb') as f:
+            f.write(data)
+        try:
+            if replace:
+                os.replace(aside, path)
+                return True
+            try:
+                os.link(aside, path)            # fails when the file exists
+                return True
+            except FileExistsError:
+                return False
+        finally:
+            if os.path.exists(aside):
+                os.remove(aside)
+    if not replace and FileSystems.exists(path):
+        return False
+    with FileSystems.create(aside) as f:
+        f.write(data)
+    if replace and FileSystems.exists(path):
+        delete(path)
+    rename(aside, path)
+    return True
+
+
+def read_file(path: str) -> Optional[bytes]:
+    """A small file's bytes, or None when it does not exist."""
+    if not FileSystems.exists(path):
+        return None
+    with FileSystems.open(path) as f:
+        return f.read()
 
 
 def part_file(directory: str, index: int) -> str:
@@ -375,6 +417,30 @@ def _children(directory: str) -> List[str]:
     return sorted(names)
 
 
+# What beamcrawl itself writes into a database version and into a segment's part directory:
+# parts and their keys files, notes (`_name`) and hidden working files (`.name`). Anything else
+# there, such as Hadoop's `part-r-00000` MapFiles and SequenceFiles, is someone else's data.
+_OURS_IN_VERSION = re.compile(r'part-\d{5}\.(avro|keys)|[_.].*')
+_OURS_IN_PART = re.compile(r'part-\d{5}\.(avro|warc\.gz)|[_.].*')
+# The parts of Nutch's own layout, by which a directory given as CRAWL_DIR is recognised.
+_NUTCH_DB_SIGN = re.compile(r'part-([rm]-)?\d{5}')
+
+
+def _entries(directory: str) -> List[str]:
+    """Names in a directory (empty when it is absent)."""
+    if not FileSystems.exists(directory):
+        return []
+    return [os.path.basename(p.rstrip('/')) for p in _children(directory)]
+
+
+def _foreign_entry(directory: str, ours: 're.Pattern') -> Optional[str]:
+    """The path of the first entry of `directory` that beamcrawl does not write, or None."""
+    for name in _entries(directory):
+        if not ours.fullmatch(name):
+            return _join(directory, name)
+    return None
+
+
 class CrawlLayout:
     """Every path of a crawl directory."""
 
@@ -387,9 +453,50 @@ class CrawlLayout:
         self.segments = _join(self.root, 'segments')
         self.tmp = _join(self.root, '.tmp')
         self.index = _join(self.root, 'index')
+        # The site settings this crawl directory was created with (transforms/config.py).
+        self.site_conf = _join(self.root, SITE_CONF)
 
     def segment(self, name: str) -> str:
         return _join(self.segments, name)
+
+    def refuse_foreign(self) -> None:
+        """Raises InputError, naming what was found, when the crawl directory holds a crawldb,
+        linkdb or segment that is not in beamcrawl's layout (a Nutch crawl, another program's
+        files), or is not a directory at all. Every command calls it first, so that nothing in
+        such data is read as empty or changed (docs/crawl-dir.md, "Data beamcrawl did not
+        write")."""
+        if is_local(self.root) and os.path.exists(self.root) and not os.path.isdir(self.root):
+            raise InputError(f'{self.root}: is a file, not a crawl directory (name a directory; '
+                             f'it is created if absent)')
+        if not FileSystems.exists(self.root):
+            return
+        here = _entries(self.root)
+        for name, what in (('current', 'a crawldb or linkdb'),
+                           ('crawl_generate', 'a segment'), ('crawl_fetch', 'a segment')):
+            if name in here and 'crawldb' not in here and 'segments' not in here:
+                raise InputError(
+                    f'{self.root}: looks like {what} itself ({_join(self.root, name)}), not a '
+                    f'crawl directory: beamcrawl commands take the crawl directory that holds '
+                    f'crawldb/, linkdb/ and segments/')
+        for db in (self.crawldb, self.linkdb):
+            for version in (db.current, db.old):
+                found = _foreign_entry(version, _OURS_IN_VERSION)
+                if found:
+                    raise InputError(self._foreign(found, f'the {db.kind}'))
+        for segment in self.segment_names():
+            for part in _entries(self.segment(segment)):
+                if part in SEGMENT_PARTS:
+                    found = _foreign_entry(self.segment_part(segment, part), _OURS_IN_PART)
+                    if found:
+                        raise InputError(self._foreign(found, f'segment {segment}'))
+
+    @staticmethod
+    def _foreign(found: str, what: str) -> str:
+        name = os.path.basename(found.rstrip('/'))
+        kind = ("Nutch's (Hadoop) format" if _NUTCH_DB_SIGN.fullmatch(name) or name == '_SUCCESS'
+                else "a layout beamcrawl does not write")
+        return (f'{found}: {what} is in {kind}, not beamcrawl\'s; beamcrawl neither reads nor '
+                f'changes it: use another crawl directory')
 
     def segment_part(self, segment: str, part: str) -> str:
         if part not in self.SEGMENT_PARTS:

@@ -62,7 +62,7 @@ PARSE_FALLBACK = 'parse.fallback_tokenizer'     # documents nested too deeply fo
 UPDATEDB_PURGED_GONE = 'updatedb.purged_gone'   # db_gone records dropped (db.update.purge.404)
 UPDATEDB_DROPPED = 'updatedb.dropped_'          # + malformed or filtered (--normalize/--filter)
 UPDATEDB_OUTCOME = 'updatedb.'                  # + added, updated, unchanged, notfetching,
-                                                #   not_added, dropped
+                                                #   blocked, not_added, dropped
 UPDATEDB_STATUS = 'updatedb.status.'            # + the new record's status
 UPDATEDB_DENIED = 'updatedb.denied_address'     # linked URLs refused by the address policy
 CRAWLDB_RECORDS = 'crawldb.records'             # records written to the new crawldb

@@ -21,7 +21,8 @@ from beamcrawl.transforms.fetcher.redirects import redirect_target, target_recor
 from beamcrawl.transforms.fetcher.robots_cache import RobotsCache
 from beamcrawl.transforms.fetcher.settings import FetcherSettings
 from beamcrawl.transforms.layout import CONTENT, CRAWL_FETCH, WARC
-from beamcrawl.transforms.policy.protocol import CONTENT_KEPT, fetch_status, protocol_status
+from beamcrawl.transforms.policy.protocol import (CONTENT_KEPT, NOT_ATTEMPTED, fetch_status,
+                                                  protocol_status)
 from beamcrawl.transforms.policy.scoring import CRAWL_SCORE_KEY
 from beamcrawl.transforms.policy.urls import UrlPolicy
 from beamcrawl.transforms.records import content as content_record
@@ -125,7 +126,7 @@ def fetch_record(record: dict, protocol: str, code: Optional[int], now_ms: int, 
         metadata['nutch.protocol.code'] = str(code)
     if error:
         metadata['_error_'] = error
-    signature = record['signature'] if protocol in ('notmodified', 'notfetching') else None
+    signature = record['signature'] if protocol in ('notmodified', *NOT_ATTEMPTED) else None
     return dict(record, status=fetch_status(protocol), fetch_time=now_ms, metadata=metadata,
                 signature=signature, protocol_status=protocol, http_code=code)
 

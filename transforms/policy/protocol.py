@@ -2,7 +2,7 @@
 
 from typing import Optional
 
-__all__ = ['protocol_status', 'fetch_status', 'CONTENT_KEPT']
+__all__ = ['protocol_status', 'fetch_status', 'CONTENT_KEPT', 'NOT_ATTEMPTED']
 
 _BY_CODE = {200: 'success', 302: 'temp_moved', 303: 'temp_moved', 307: 'temp_moved',
             304: 'notmodified', 400: 'gone', 401: 'access_denied', 404: 'notfound', 410: 'gone'}
@@ -18,8 +18,14 @@ _FETCH = {
     'access_denied': 'fetch_gone',
     'robots_denied': 'fetch_gone',
     'notmodified': 'fetch_notmodified',
-    'blocked': 'fetch_gone',        # refused by the address policy (nutch-differences D42)
+    # Refused by our own address policy: no request was sent and the server said nothing, so
+    # the URL is not gone; updatedb keeps its record as it was (nutch-differences D42).
+    'blocked': 'fetch_retry',
 }
+
+# Protocol statuses of a URL that was never requested: updatedb leaves its record as it was
+# (no retry counted) and it is due again (D17, D42).
+NOT_ATTEMPTED = frozenset({'notfetching', 'blocked'})
 
 # Protocol statuses whose response body is stored in content/ (Nutch: success and redirects).
 CONTENT_KEPT = frozenset({'success', 'moved', 'temp_moved'})

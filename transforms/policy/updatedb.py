@@ -9,7 +9,9 @@ Nutch's CrawlDbReducer with these deliberate decisions:
   `notfetching` record, then the higher status code; the newest signature record wins.
 * A `notfetching` fetch record (never attempted: time limit, cut-off queue, robots.txt
   unavailable) leaves the crawldb record as it was, with no retry counted, except that the
-  generate marker is removed so that it is due again (D17).
+  generate marker is removed so that it is due again (D17). So does a `blocked` one (refused
+  by our own address policy: the server said nothing, D42); generate refuses such URLs while
+  the policy stands, and selects them again once it allows them.
 * No carried-over signature (D20): fetch records carry no signature unless parse made
   one, so a re-downloaded page is never "not modified" by comparing an old signature with
   itself. Redirect results keep the old signature, as Nutch's do in practice.
@@ -19,6 +21,7 @@ Nutch's CrawlDbReducer with these deliberate decisions:
 import dataclasses
 from typing import List, Optional, Sequence, Tuple
 
+from beamcrawl.transforms.policy.protocol import NOT_ATTEMPTED
 from beamcrawl.transforms.policy.schedule import (STATE_MODIFIED, STATE_NOTMODIFIED, STATE_UNKNOWN,
                                                   FetchSchedule)
 from beamcrawl.transforms.records import METADATA_GENERATE_TIME, STATUS_CODES
@@ -40,7 +43,8 @@ def pick_fetch(fetches: Sequence[dict]) -> Optional[dict]:
     """The fetch record that counts: newest, then attempted over notfetching, then status."""
     if not fetches:
         return None
-    return max(fetches, key=lambda f: (f['fetch_time'], f.get('protocol_status') != 'notfetching',
+    return max(fetches, key=lambda f: (f['fetch_time'],
+                                       f.get('protocol_status') not in NOT_ATTEMPTED,
                                        STATUS_CODES[f['status']], f['url']))
 
 
@@ -66,7 +70,7 @@ def merge_url(olds: Sequence[dict], fetches: Sequence[dict], links: Sequence[dic
               signatures: Sequence[dict], now: int, rules: UpdateRules
               ) -> Tuple[Optional[dict], str]:
     """The new crawldb record of one URL and what happened ('added', 'updated', 'unchanged',
-    'not_added', 'notfetching', 'dropped')."""
+    'not_added', 'notfetching', 'blocked', 'dropped')."""
     if len(olds) == 1:
         old = olds[0]
     else:
@@ -82,12 +86,12 @@ def merge_url(olds: Sequence[dict], fetches: Sequence[dict], links: Sequence[dic
         return (old, 'unchanged') if old is not None else (None, 'dropped')
 
     scoring, schedule = rules.scoring, rules.schedule
-    if fetch.get('protocol_status') == 'notfetching':
+    if fetch.get('protocol_status') in NOT_ATTEMPTED:
         base = old if old is not None else dict(fetch, status='db_unfetched', signature=None,
                                                 protocol_status=None, http_code=None)
         result = _without_marker(dict(base, score=scoring.update_db_score(
             old['score'] if old else None, base['score'], link_scores)))
-        return result, 'notfetching'
+        return result, fetch['protocol_status']
 
     signature = max(signatures, key=lambda s: (s['fetch_time'], s['signature'] or b'')
                     )['signature'] if signatures else fetch['signature']
