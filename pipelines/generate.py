@@ -50,11 +50,14 @@ def run(args, cfg, now, beam_args):
     select = settings.generate_settings(cfg)
     update = cfg['generate.update.crawldb']
     # The crawldb lock is held throughout (no updatedb may change it meanwhile); a new version
-    # marking the selected URLs is installed only with generate.update.crawldb.
+    # marking the selected URLs is installed only with generate.update.crawldb, and then it and
+    # the segments are published as one step (docs/crawl-dir.md): a kill between the two must
+    # not leave a segment whose URLs are not marked (the next generate would select them again).
     with crawl.crawldb.update(keep_backup=cfg['db.preserve.backup'], command='generate') as db, \
             contextlib.ExitStack() as stack:
         names = segment_names(crawl.segment_names(), now, max_segments)
-        segments = [stack.enter_context(crawl.segment_update(n, (CRAWL_GENERATE,), 'generate'))
+        segments = [stack.enter_context(crawl.segment_update(n, (CRAWL_GENERATE,), 'generate',
+                                                             publish=not update))
                     for n in names]
         units = bulk.avro_units([('crawldb', f) for f in crawl.crawldb.part_files()],
                                 schema=CRAWL_DATUM_SCHEMA, per_unit=bulk.RECORDS_PER_UNIT)
@@ -75,7 +78,9 @@ def run(args, cfg, now, beam_args):
         counters = run_pipeline(p, 'generate')
         complete_fetch_lists(segments, num_parts)
         made = [crawl.segment(s.segment) for s in segments if not s.abandoned]
-        if not (update and made):
+        if update and made:
+            db.publish_with([r for s in segments if not s.abandoned for r in s.publishing()])
+        else:
             db.discard()
     for path in made:
         print(path)

@@ -157,3 +157,47 @@ def test_generate_user_errors(tmp_path, crawl):
     assert proc.returncode == 2 and 'positive integer' in proc.stderr
     proc = run_cli('generate', crawl, '-D', 'generate.restrict.status=nope', check=False)
     assert proc.returncode == 2 and 'not a status name' in proc.stderr
+
+
+def _generate_killed_at(crawl, point, tmp_path):
+    """Starts generate (with generate.update.crawldb) that holds at `point` of its install, and
+    kills it with SIGKILL there (observed: the hold file appears)."""
+    import subprocess
+    import sys
+    from tests.conftest import ROOT, cli_env, kill_when
+    hold = str(tmp_path / f'held-at-{point}')
+    proc = subprocess.Popen(
+        [sys.executable, '-m', 'beamcrawl.pipelines.cli', 'generate', crawl, '--top-n', '30',
+         '--now', str(NOW), '-D', 'generate.update.crawldb=true'], cwd=ROOT,
+        env=cli_env({'BEAMCRAWL_HOLD_AT': point, 'BEAMCRAWL_HOLD_FILE': hold}),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    kill_when(proc, lambda: os.path.exists(hold), f'generate reached {point}')
+
+
+def _generated(crawl):
+    """{segment: its generated URLs} of the published segments."""
+    found = {}
+    for name in sorted(os.listdir(f'{crawl}/segments')):
+        part = f'{crawl}/segments/{name}/crawl_generate'
+        if os.path.isdir(part):
+            found[name] = {r['url'] for r in read_parts(glob.glob(f'{part}/*.avro'))}
+    return found
+
+
+@pytest.mark.parametrize('point', ['install.pending', 'install.renamed'])
+def test_generate_killed_while_publishing_is_completed_by_the_next_run(crawl, tmp_path, point):
+    """generate.update.crawldb: the segment and the crawldb marking its URLs become visible
+    together; a kill between them is completed by the next run, never undone or repeated."""
+    _generate_killed_at(crawl, point, tmp_path)
+    published = _generated(crawl)
+    assert len(published) == (1 if point == 'install.renamed' else 0)   # the segment came first
+    # The next run (here a generate, as it would be in a crawl loop) completes the install
+    # before it selects: its segment holds other URLs than the killed run's.
+    proc = run_cli('generate', crawl, '--top-n', '30', '--now', str(NOW),
+                   '-D', 'generate.update.crawldb=true')
+    assert 'completing the install that a killed run began' in proc.stderr
+    first, second = _generated(crawl).values()
+    assert len(first) == len(second) == 30 and not first & second
+    db = read_db(crawl)
+    assert all(db[u]['metadata'].get('_ngt_') == str(NOW) for u in first | second)
+    assert not os.path.exists(os.path.join(crawl, 'crawldb', '.pending-install.json'))

@@ -17,6 +17,7 @@ back to and the next updater moves back into place.
 import contextlib
 import datetime
 import getpass
+import json
 import logging
 import os
 import re
@@ -97,6 +98,20 @@ def read_file(path: str) -> Optional[bytes]:
         return None
     with FileSystems.open(path) as f:
         return f.read()
+
+
+# A test seam: a kill test names one of the points below in BEAMCRAWL_HOLD_AT, and the command
+# creates the file BEAMCRAWL_HOLD_FILE and waits there to be killed, so that the test kills at
+# exactly that point, whatever the machine's speed.
+HOLD_POINTS = ('install.pending', 'install.renamed')
+
+
+def _hold(point: str) -> None:
+    if os.environ.get('BEAMCRAWL_HOLD_AT') == point:
+        with open(os.environ['BEAMCRAWL_HOLD_FILE'], 'w', encoding='ascii') as f:
+            f.write(point)
+        while True:
+            time.sleep(3600)
 
 
 def part_file(directory: str, index: int) -> str:
@@ -265,6 +280,7 @@ class DbLayout:
         self.current = _join(path, 'current')
         self.old = _join(path, 'old')
         self.lock_path = _join(path, _LOCK_NAME)
+        self.pending = _join(path, '.pending-install.json')    # see _install_together
 
     def lock(self, command: str = '') -> Lock:
         return Lock(self.lock_path, command, f'another update of the {self.kind}')
@@ -291,7 +307,10 @@ class DbLayout:
             if not list_files(_join(new.dir, PART_GLOB)):
                 delete(new.dir)
                 raise RuntimeError(f'{new.dir}: the pipeline wrote no part file; not installed')
-            self.install(new.dir, keep_backup=keep_backup)
+            if new.renames:
+                self._install_together(new.dir, new.renames, keep_backup)
+            else:
+                self.install(new.dir, keep_backup=keep_backup)
             log.info('installed %s', self.current)
 
     def readable_dir(self) -> Optional[str]:
@@ -310,8 +329,33 @@ class DbLayout:
         """A fresh directory name beside current/ for a version being written."""
         return _join(self.path, f'{_TMP_PREFIX}{self.kind}-{uuid.uuid4().hex[:12]}')
 
+    def _install_together(self, new_dir: str, renames: Sequence[Tuple[str, str]],
+                          keep_backup: bool) -> None:
+        """Under the lock: installs new_dir and does `renames` (publishing other outputs of the
+        same step, such as generate's segments) as one step. The intent is written first
+        (`.pending-install.json`); a run killed after it is completed by the next one
+        (recover), so the outputs become visible together or not at all."""
+        note = {'version': new_dir, 'renames': [list(r) for r in renames],
+                'keep_backup': keep_backup}
+        write_file(self.pending, json.dumps(note).encode('utf-8'), replace=True)
+        _hold('install.pending')
+        self._roll_forward(note)
+
+    def _roll_forward(self, note: dict) -> None:
+        for src, dst in note['renames']:
+            if FileSystems.exists(src) and not FileSystems.exists(dst):
+                rename(src, dst)
+            _hold('install.renamed')
+        if FileSystems.exists(note['version']):
+            self.install(note['version'], keep_backup=note['keep_backup'])
+        delete(self.pending)
+
     def recover(self) -> None:
         """Under the lock: finish an install that was cut off and remove abandoned versions."""
+        pending = read_file(self.pending)
+        if pending is not None:
+            log.warning('%s: completing the install that a killed run began', self.path)
+            self._roll_forward(json.loads(pending))
         if not FileSystems.exists(self.current) and FileSystems.exists(self.old):
             rename(self.old, self.current)
         if FileSystems.exists(self.path):
@@ -369,10 +413,16 @@ class DbUpdate:
         # when the update ends; a cut-off run's are removed by the next (recover()).
         self.scratch = directory + '-scratch'
         self.discarded = False
+        self.renames: List[Tuple[str, str]] = []
 
     def discard(self) -> None:
         """Do not install this version (nothing changed)."""
         self.discarded = True
+
+    def publish_with(self, renames: Sequence[Tuple[str, str]]) -> None:
+        """Installs this version and does these (source, target) renames as one step: both
+        become visible together, or a killed run's next run completes them."""
+        self.renames = list(renames)
 
 
 class SegmentUpdate:
@@ -394,12 +444,16 @@ class SegmentUpdate:
         """Publish nothing and remove the segment (generate: a segment that got no URL)."""
         self.abandoned = True
 
+    def publishing(self) -> List[Tuple[str, str]]:
+        """The (written, published) directory of each part, in publishing order."""
+        return [(self.tmp[part], self.crawl.segment_part(self.segment, part))
+                for part in self.parts]
+
     def _publish(self) -> None:
-        for part in self.parts:
-            final = self.crawl.segment_part(self.segment, part)
+        for written, final in self.publishing():
             if FileSystems.exists(final):
                 raise RuntimeError(f'{final} exists already')
-            rename(self.tmp[part], final)
+            rename(written, final)
 
     def _clean(self) -> None:
         for path in self.tmp.values():
@@ -576,12 +630,14 @@ class CrawlLayout:
                     f'another {command or "run"} of segment {segment}')
 
     @contextlib.contextmanager
-    def segment_update(self, segment: str, parts: Sequence[str], command: str
-                       ) -> Iterator[SegmentUpdate]:
+    def segment_update(self, segment: str, parts: Sequence[str], command: str,
+                       publish: bool = True) -> Iterator[SegmentUpdate]:
         """Holds the segment's lock and yields a SegmentUpdate whose `tmp[part]` directories the
         parts are written into (cleared first: left by a killed run). When the block ends
-        without error the parts are published in the given order (the marker part last);
-        otherwise they are removed, and so is a segment left with no part at all."""
+        without error the parts are published in the given order (the marker part last), or,
+        with publish=False, left for the caller to publish with a database version
+        (`SegmentUpdate.publishing()`, DbUpdate.publish_with); otherwise they are removed, and
+        so is a segment left with no part at all."""
         with self.segment_lock(segment, command):
             marker = parts[-1]
             if self.has_part(segment, marker):      # another run finished it meanwhile
@@ -592,7 +648,7 @@ class CrawlLayout:
                 yield update
                 if update.abandoned:
                     delete(self.segment(segment))
-                else:
+                elif publish:
                     update._publish()
             except BaseException:
                 update._clean()
