@@ -17,6 +17,12 @@ python="${PYTHON:-python3}"
 step() { printf '\n== %s\n' "$*" >&2; }
 
 setup_venv() {  # $1: pip extras, e.g. "[test]"
+  # setup.py's python_requires: Python 3.10 reached its end of life in October 2026.
+  if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+    echo "run_local.sh: beamcrawl needs Python 3.11 or newer; $python is" \
+         "$("$python" --version 2>&1 || echo missing): set PYTHON=python3.11 (or newer)" >&2
+    exit 2
+  fi
   if [ ! -x "$venv/bin/python" ]; then
     step "creating $venv"
     "$python" -m venv "$venv"

@@ -30,7 +30,7 @@ setup(
     name='beamcrawl',
     version='0.2.0',
     description='The Apache Nutch crawl cycle as Apache Beam pipelines over Avro files',
-    python_requires='>=3.10',
+    python_requires='>=3.11',
     packages=list(PACKAGES),
     package_dir=PACKAGES,
     package_data={'beamcrawl.conf': ['*.yaml', '*.txt', '*.xml']},

@@ -41,3 +41,41 @@ def test_every_command_module_runs_with_python_m():
     proc = subprocess.run([sys.executable, '-m', 'beamcrawl.pipelines.readdb', '--help'],
                           capture_output=True, text=True, cwd='/')
     assert proc.returncode == 0 and 'beamcrawl readdb' in proc.stdout
+
+
+def _declared_floor():
+    """(major, minor) of setup.py's python_requires."""
+    import re
+    with open(os.path.join(ROOT, 'setup.py'), encoding='utf-8') as f:
+        found = re.search(r"python_requires='>=(\d+)\.(\d+)'", f.read())
+    return int(found.group(1)), int(found.group(2))
+
+
+def test_the_declared_python_floor_holds():
+    """setup.py's floor is a version the code runs on: the suite runs on it or above (CI's
+    python3 is the floor itself), and the code uses what that version has (re._parser,
+    re._constants: 3.11)."""
+    floor = _declared_floor()
+    assert floor == (3, 11)
+    assert sys.version_info[:2] >= floor
+    import re
+    assert hasattr(re, '_parser') and hasattr(re, '_constants')
+
+
+def test_an_older_python_is_refused_at_install_with_a_clear_message():
+    import glob
+    floor = _declared_floor()
+    name = f'python{floor[0]}.{floor[1] - 1}'
+    candidates = [shutil.which(name)] + sorted(glob.glob(os.path.expanduser(
+        f'~/.pyenv/versions/{floor[0]}.{floor[1] - 1}.*/bin/{name}')))
+    working = [c for c in candidates if c and subprocess.run(
+        [c, '-c', 'import pip'], capture_output=True).returncode == 0]
+    if not working:
+        pytest.skip(f'no {name} with pip on this machine')
+    older = working[0]
+    proc = subprocess.run([older, '-m', 'pip', 'install', '--no-deps', '--dry-run',
+                           '--no-build-isolation', '--no-index', ROOT],
+                          capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert 'requires a different Python' in proc.stderr
+    assert f"not in '>={floor[0]}.{floor[1]}'" in proc.stderr
