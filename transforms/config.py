@@ -269,13 +269,13 @@ RECORD_HEADER = """\
 
 def read_recorded(path: str) -> Optional[Recorded]:
     """The crawl directory's recorded settings (None when it has none)."""
-    from beamcrawl.transforms.layout import read_file
+    if not FileSystems.exists(path):
+        return None
     try:
-        raw = read_file(path)
+        with FileSystems.open(path) as f:
+            raw = f.read()
     except OSError as e:
         raise ConfigError(f'{path}: cannot read ({e})') from None
-    if raw is None:
-        return None
     try:
         doc = yaml.safe_load(raw.decode('utf-8')) or {}
     except (yaml.YAMLError, UnicodeDecodeError) as e:
