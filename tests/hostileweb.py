@@ -1,14 +1,19 @@
 """The hostile test web: one handler per way a page or a server can attack or break a crawler.
 
-Served by the test web (tests/testweb.py) like any other site, through its proxy port. Raw
-handlers write their bytes themselves and note in `OUTCOMES` how far they got, so a test can
-tell a request that was cut from one that ran to its end.
+Served by the test web (tests/testweb.py) like any other site, through its proxy port, through
+a forwarding proxy (tests/forwardproxy.py: the `fwd-*` hosts) or directly (the `127.0.0.1`
+site). Raw handlers write their bytes themselves and note in `OUTCOMES` how far they got, so a
+test can tell a request that was cut from one that ran to its end. `TlsTrickler` is an HTTPS
+server on a port of its own that never finishes its TLS handshake.
 
 HOSTS is every host name these sites use: in a test, the server must see no request for any
 other host (an address the policy refuses never reaches the server).
 """
 
 import gzip
+import select
+import socket
+import socketserver
 import threading
 from typing import Dict
 
@@ -26,7 +31,7 @@ _changed = threading.Condition()
 TRICKLE_S = 0.2                    # seconds between two trickled bytes
 
 
-def _note(name: str, what: str) -> None:
+def note(name: str, what: str) -> None:
     with _changed:
         OUTCOMES[name] = what
         _changed.notify_all()
@@ -55,7 +60,7 @@ def _trickle(name: str, head: bytes, body: bytes, *, trickle_head: bool):
                 if closed(TRICKLE_S):
                     break
         finally:
-            _note(name, 'completed' if sent == len(slow) else
+            note(name, 'completed' if sent == len(slow) else
                   f'cut after {sent} of {len(slow)} trickled bytes')
     return Raw(write)
 
@@ -63,13 +68,13 @@ def _trickle(name: str, head: bytes, body: bytes, *, trickle_head: bool):
 def _truncated(name: str, data: bytes):
     def write(send, closed):
         send(data)
-        _note(name, 'sent a truncated response')
+        note(name, 'sent a truncated response')
     return Raw(write)
 
 
 def _never(name: str):
     def write(send, closed):
-        _note(name, 'cut' if closed(60) else 'completed')
+        note(name, 'cut' if closed(60) else 'completed')
     return Raw(write)
 
 
@@ -83,7 +88,7 @@ def _huge_body(name: str, size: int = 2 * 10 ** 9):
                 send(chunk)
                 sent += len(chunk)
         finally:
-            _note(name, f'sent {sent} bytes')
+            note(name, f'sent {sent} bytes')
     return Raw(write)
 
 
@@ -93,17 +98,96 @@ def _huge_headers(name: str):
         for i in range(16000):            # about 1 MB of headers
             send(f'X-Junk-{i}: {"j" * 50}\r\n'.encode())
         send(b'Content-Length: 2\r\n\r\nhi')
-        _note(name, 'completed')
+        note(name, 'completed')
     return Raw(write)
 
 
-def _head(length: int, content_type: str = 'text/html') -> bytes:
-    return (f'HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\n'
+def _head(length: int, content_type: str = 'text/html', close: bool = False) -> bytes:
+    close_line = 'Connection: close\r\n' if close else ''
+    return (f'HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\n{close_line}'
             f'Content-Length: {length}\r\n\r\n').encode()
+
+
+def deadline_routes(prefix: str) -> dict:
+    """Slow servers that a request deadline must cut; each notes under `prefix` + its name.
+    `/body-close` says `Connection: close` first, as forwarding proxies often do: then
+    http.client reads the body through the response, no longer through the connection."""
+    return {
+        '/robots.txt': Page(status=404),
+        '/headers': _trickle(prefix + 'headers', _head(5), b'hello', trickle_head=True),
+        '/body': _trickle(prefix + 'body', _head(50), b'b' * 50, trickle_head=False),
+        '/body-close': _trickle(prefix + 'body-close', _head(50, close=True), b'b' * 50,
+                                trickle_head=False),
+        '/never': _never(prefix + 'never'),
+    }
+
+
+def limit_routes(prefix: str) -> dict:
+    """Requests that only a fetch time limit ends (with long deadlines): two pages that never
+    answer, and a 60 s body after `Connection: close`."""
+    return {
+        '/robots.txt': Page(status=404),
+        '/a': _never(prefix + 'limit-a'), '/b': _never(prefix + 'limit-b'),
+        '/slow-body': _trickle(prefix + 'limit-slow-body', _head(300, close=True), b's' * 300,
+                               trickle_head=False),
+    }
 
 
 def _page(body: str, content_type: str = 'text/html; charset=utf-8', **kw) -> Page:
     return Page(body=body.encode('utf-8'), content_type=content_type, **kw)
+
+
+class TlsTrickler:
+    """An HTTPS server that never finishes its TLS handshake: it reads the ClientHello, then
+    answers with a handshake record that announces 16 KB and sends its bytes one per TRICKLE_S
+    (`size` of them at most, a minute by default, then it closes). Each connection notes under
+    `name` how far it got. The handshake happens while the client connects, before any HTTP
+    request is sent."""
+
+    __test__ = False
+
+    def __init__(self, name: str, size: int = 300):
+        self.name, self.size = name, size
+        self.connections = 0
+        self._server = None
+
+    def start(self) -> 'TlsTrickler':
+        owner = self
+
+        class Handler(socketserver.BaseRequestHandler):
+            def handle(self):
+                owner.connections += 1
+                sock, sent = self.request, 0
+                try:
+                    if not sock.recv(65536):                # the ClientHello
+                        return
+                    sock.sendall(b'\x16\x03\x03\x40\x00')   # handshake record, 16384 bytes
+                    for _ in range(owner.size):
+                        sock.sendall(b'\x02')
+                        sent += 1
+                        ready, _, _ = select.select([sock], [], [], TRICKLE_S)
+                        if ready and sock.recv(1, socket.MSG_PEEK) == b'':
+                            break
+                except OSError:
+                    pass
+                finally:
+                    note(owner.name, 'completed' if sent == owner.size else
+                         f'cut after {sent} of {owner.size} trickled bytes')
+
+        self._server = socketserver.ThreadingTCPServer(('127.0.0.1', 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True,
+                         name='tls-trickler').start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+    @property
+    def port(self) -> int:
+        return self._server.server_address[1]
 
 
 def _gzip_bomb() -> Page:
@@ -130,13 +214,10 @@ def sites():
     robots_ssrf = {'/robots.txt': redirect('http://169.254.169.254/robots.txt'),
                    '/page': html_page('behind a hostile robots.txt')}
     slow = {
-        '/robots.txt': no_robots,
-        '/headers': _trickle('headers', _head(5), b'hello', trickle_head=True),
-        '/body': _trickle('body', _head(50), b'b' * 50, trickle_head=False),
+        **deadline_routes(''),
         '/truncated-body': _truncated('truncated-body', _head(1000) + b'only ten b'),
         '/truncated-headers': _truncated('truncated-headers',
                                          b'HTTP/1.1 200 OK\r\nContent-Ty'),
-        '/never': _never('never'),
         '/huge-body': _huge_body('huge-body'),
         '/huge-headers': _huge_headers('huge-headers'),
         '/bomb': _gzip_bomb(),
@@ -145,7 +226,6 @@ def sites():
                                            b'User-agent: *\nDisallow: /nothing\n\n\n\n\n\n',
                                            trickle_head=False),
                    '/page': html_page('behind a slow robots.txt')}
-    limit = {'/robots.txt': no_robots, '/a': _never('limit-a'), '/b': _never('limit-b')}
     chain = {'/robots.txt': no_robots, '/loop1': redirect('/loop2'), '/loop2': redirect('/loop1')}
     for i in range(50):
         chain[f'/hop/{i}'] = redirect(f'/hop/{i + 1}', 302)
@@ -181,7 +261,10 @@ def sites():
     }
     out = {'evil.test': evil, 'ok.test': ok, 'xn--mnchen-3ya.test': ok,
            'robots-ssrf.test': robots_ssrf,
-           'trickle.test': slow, 'slow-robots.test': slow_robots, 'limit.test': limit,
+           'trickle.test': slow, 'slow-robots.test': slow_robots, 'limit.test': limit_routes(''),
+           # the same through a forwarding proxy (tests/forwardproxy.py), and without a proxy
+           'fwd-trickle.test': deadline_routes('fwd-'), 'fwd-limit.test': limit_routes('fwd-'),
+           '127.0.0.1': {**deadline_routes('direct-'), **limit_routes('direct-')},
            'chain.test': chain, 'deep.test': deep}
     for host, robots in robots_cases.items():
         out[host] = {'/robots.txt': robots, '/page': html_page('page'),

@@ -5,6 +5,7 @@ its deadline; the crawl's invariants hold."""
 import dataclasses
 import os
 import socket
+import urllib.parse
 from collections import Counter
 
 import pytest
@@ -17,6 +18,7 @@ from beamcrawl.transforms.layout import CONTENT, CRAWL_FETCH, CrawlLayout
 from beamcrawl.transforms.records import CRAWL_DATUM_SCHEMA, crawl_datum
 from tests import hostileweb
 from tests.conftest import read_db, run_cli, write_seeds
+from tests.forwardproxy import ForwardingProxy
 from tests.testweb import html_page
 
 NOW = 1795305600000
@@ -29,6 +31,41 @@ def hostile(testweb):
         for path, route in routes.items():
             testweb.add(host, path, route)
     testweb.add('rebind.test', '/', html_page('reached through a rebinding name'))
+
+
+@pytest.fixture(scope='module')
+def slow_tls():
+    """HTTPS servers that never finish their handshake, one per test that uses one."""
+    servers = {name: hostileweb.TlsTrickler(name).start()
+               for name in ('tls-fwd', 'tls-direct', 'tls-limit-fwd', 'tls-limit-direct')}
+    yield servers
+    for server in servers.values():
+        server.stop()
+
+
+@pytest.fixture(scope='module')
+def forwarder(testweb, slow_tls):
+    """A forwarding proxy in front of the test web (and of two TLS tricklers, as tls.test and
+    tls-limit.test), trickling its CONNECT answer for the slow-connect hosts."""
+    tunnels = {'tls.test': slow_tls['tls-fwd'].port,
+               'tls-limit.test': slow_tls['tls-limit-fwd'].port}
+    proxy = ForwardingProxy(lambda host, port: ('127.0.0.1', tunnels.get(host, testweb.port)),
+                            trickle_connect=['slow-connect.test', 'slow-connect-limit.test'])
+    yield proxy.start()
+    proxy.stop()
+
+
+def _path(web, forwarder, path):
+    """(how a URL's host is written, the config overrides) of a way to reach the test web."""
+    if path == 'test web as proxy':
+        return '', {}
+    if path == 'forwarding proxy':
+        return 'fwd-', {'http.proxy.port': forwarder.port}
+    assert path == 'no proxy'
+    return '127.0.0.1', {'http.proxy.host': '', 'http.address.allow': '127.0.0.0/8'}
+
+
+PATHS = ['test web as proxy', 'forwarding proxy', 'no proxy']
 
 
 def _values(web, **overrides):
@@ -108,18 +145,45 @@ def test_the_address_connected_to_is_checked_without_a_proxy(web, monkeypatch):
     assert [r.path for r in web.requests_for('rebind.test')] == ['/robots.txt', '/']
 
 
-def test_trickled_headers_and_body_are_cut_at_the_deadline(web):
-    urls = ['http://trickle.test/headers', 'http://trickle.test/body']
-    by_url, _, contents, counts = fetch(web, urls)
+@pytest.mark.parametrize('path', PATHS)
+def test_trickled_headers_and_body_are_cut_at_the_deadline(web, forwarder, path):
+    # /body-close answers `Connection: close` (as proxies often do) before its slow body.
+    prefix, overrides = _path(web, forwarder, path)
+    names = ['headers', 'body', 'body-close', 'never']
+    if prefix == '127.0.0.1':
+        prefix, site, notes = 'direct-', f'http://127.0.0.1:{web.port}', 'direct-'
+    else:
+        site, notes = f'http://{prefix}trickle.test', prefix
+    urls = [f'{site}/{name}' for name in names]
+    by_url, _, contents, counts = fetch(web, urls, **overrides)
     for url in urls:
         r = by_url[url]
         assert (r['status'], r['protocol_status'], r['http_code']) == \
             ('fetch_retry', 'exception', None), url
-        assert 'cut at its deadline' in r['metadata']['_error_']
-    assert not contents and counts['fetch.deadline_exceeded'] == 2
+        assert 'cut at its deadline' in r['metadata']['_error_'], url
+    assert not contents and counts['fetch.deadline_exceeded'] == len(urls)
     # The servers never got to the end of their slow responses: the requests were cut.
-    assert hostileweb.outcome('headers').startswith('cut after')
-    assert hostileweb.outcome('body').startswith('cut after')
+    for name in names:
+        assert hostileweb.outcome(notes + name).startswith('cut'), name
+
+
+@pytest.mark.parametrize('path,url,note', [
+    ('forwarding proxy', 'https://slow-connect.test/page', 'connect-slow-connect.test'),
+    ('forwarding proxy', 'https://tls.test/page', 'tls-fwd'),
+    ('no proxy', 'https://127.0.0.1:{tls-direct}/page', 'tls-direct'),
+])
+def test_a_slow_connect_or_tls_handshake_is_cut_at_the_deadline(web, forwarder, slow_tls, path,
+                                                                   url, note):
+    # The proxy's answer to CONNECT and the TLS handshake come before the request is sent:
+    # the deadline holds for them too. The site's robots.txt is the request that hangs, so its
+    # page is not fetched now.
+    url = url.replace('{tls-direct}', str(slow_tls['tls-direct'].port))
+    by_url, _, _, counts = fetch(web, [url], **_path(web, forwarder, path)[1])
+    r = by_url[url]
+    assert (r['status'], r['protocol_status']) == ('fetch_retry', 'notfetching')
+    assert r['metadata']['_error_'].startswith('robots.txt not fetched')
+    assert counts['fetch.robots.unavailable'] == 1
+    assert hostileweb.outcome(note).startswith('cut after'), note
 
 
 def test_truncated_responses_and_huge_headers_are_failures(web):
@@ -132,32 +196,91 @@ def test_truncated_responses_and_huge_headers_are_failures(web):
     assert not contents
 
 
-def test_a_server_that_never_answers_is_cut(web):
-    by_url, _, _, counts = fetch(web, ['http://trickle.test/never'])
-    assert by_url['http://trickle.test/never']['protocol_status'] == 'exception'
-    assert hostileweb.outcome('never') == 'cut' and counts['fetch.deadline_exceeded'] == 1
+LIMIT_CASES = [
+    # path, first URL (it hangs), the note of what hangs
+    ('test web as proxy', 'http://limit.test/a', 'limit-a'),
+    ('forwarding proxy', 'http://fwd-limit.test/a', 'fwd-limit-a'),
+    ('no proxy', 'http://127.0.0.1:{web}/a', 'direct-limit-a'),
+    ('forwarding proxy', 'https://slow-connect-limit.test/a', 'connect-slow-connect-limit.test'),
+    ('forwarding proxy', 'https://tls-limit.test/a', 'tls-limit-fwd'),
+    ('no proxy', 'https://127.0.0.1:{tls}/a', 'tls-limit-direct'),
+]
 
 
-def test_the_time_limit_ends_the_fetch_with_requests_in_flight(web):
-    # Two pages that never answer, one queue: once /a is in flight, the fetch is stopped as the
-    # time limit stops it; /a is cut at once and /b, still waiting, is not requested.
-    urls = ['http://limit.test/a', 'http://limit.test/b']
+@pytest.mark.parametrize('path,first,note', LIMIT_CASES)
+def test_the_time_limit_ends_the_fetch_with_requests_in_flight(web, forwarder, slow_tls, path,
+                                                               first, note):
+    # Two URLs of one queue whose first request hangs (a page that never answers, a proxy's
+    # CONNECT answer or a TLS handshake that trickles), with deadlines far away: once it is in
+    # flight, the fetch is stopped as the time limit stops it; the request is cut at once and
+    # /b, still waiting, is not requested.
+    tls = slow_tls.get(note)
+    first = first.format(web=web.port, tls=slow_tls['tls-limit-direct'].port)
+    urls = [first, first[:-1] + 'b']
+    host = urllib.parse.urlsplit(first).hostname
+    if note.startswith('connect-'):
+        in_flight = lambda: ('CONNECT', f'{host}:443') in forwarder.requests()  # noqa: E731
+    elif note.startswith('tls-'):
+        in_flight = lambda: tls.connections > 0  # noqa: E731
+    else:
+        in_flight = lambda: '/a' in [r.path for r in web.requests_for(host)]  # noqa: E731
     cfg = load_config(overrides=_values(web, **{'http.request.deadline': 600000,
-                                                'http.timeout': 600000}))
+                                                'http.timeout': 600000},
+                                        **_path(web, forwarder, path)[1]))
     fetcher = Fetcher(settings.fetcher_settings(cfg, 4), settings.http_settings(cfg, 4),
                       settings.url_policy(cfg), NOW)
     for url in urls:
         fetcher.add(fetcher.queue_of(url), crawl_datum(url, 'db_unfetched', fetch_time=0,
                                                        fetch_interval=86400))
-    while not [r for r in web.requests_for('limit.test') if r.path == '/a']:
+    fetcher.finish()
+    while not in_flight():
+        assert not fetcher.done(), 'the fetch ended before its first request was in flight'
         fetcher.take(wait=0.01)
     fetcher.stop('time limit')
     out = fetcher.close()
     by_url = {r['url']: r for part, r in out if part == CRAWL_FETCH}
+    assert set(by_url) == set(urls)
     assert {r['protocol_status'] for r in by_url.values()} == {'notfetching'}
     assert {r['status'] for r in by_url.values()} == {'fetch_retry'}
-    assert hostileweb.outcome('limit-a') == 'cut'            # cut, not waited for
-    assert [r.path for r in web.requests_for('limit.test')] == ['/robots.txt', '/a']
+    assert hostileweb.outcome(note).startswith('cut')        # cut, not waited for
+    if first.startswith('http:'):
+        assert [r.path for r in web.requests_for(host)] == ['/robots.txt', '/a']
+    else:                                                    # robots.txt hung: nothing more
+        assert not web.requests_for(host)
+        if tls is not None:
+            assert tls.connections == 1
+        else:
+            assert forwarder.requests().count(('CONNECT', f'{host}:443')) == 1
+
+
+@pytest.mark.parametrize('path', ['forwarding proxy', 'no proxy'])
+def test_fetcher_timelimit_mins_cuts_a_slow_body_and_keeps_the_urls(web, forwarder, tmp_path,
+                                                                     path):
+    # The time limit itself (a fraction of a minute), through the command: a body that takes a
+    # minute after `Connection: close`, and a URL behind it in the same queue.
+    prefix, overrides = _path(web, forwarder, path)
+    site = f'http://127.0.0.1:{web.port}' if prefix == '127.0.0.1' else f'http://{prefix}limit.test'
+    note = 'direct-' if prefix == '127.0.0.1' else prefix
+    urls = [f'{site}/slow-body', f'{site}/b']
+    crawl = str(tmp_path / 'crawl')
+    conf = [*_conf(web, '-D', 'http.request.deadline=600000', '-D', 'http.timeout=600000'),
+            *[arg for key, value in overrides.items() for arg in ('-D', f'{key}={value}')]]
+    run_cli('inject', crawl, write_seeds(tmp_path / 'seeds', urls), '--now', str(NOW), *conf)
+    run_cli('generate', crawl, '--now', str(NOW), *conf)
+    proc = run_cli('fetch', crawl, '--now', str(NOW), *conf,
+                   '-D', 'fetcher.timelimit.mins=0.05')
+    layout = CrawlLayout(crawl)
+    (segment,) = layout.segment_names()
+    fetched = {r['url']: r for r in iter_records(layout.part_files(segment, CRAWL_FETCH))}
+    assert set(fetched) == set(urls)
+    assert {(r['status'], r['protocol_status']) for r in fetched.values()} == \
+        {('fetch_retry', 'notfetching')}
+    assert 'time limit' in proc.stderr
+    host = urllib.parse.urlsplit(site).hostname
+    requested = [r.path for r in web.requests_for(host)]
+    assert '/b' not in requested
+    if '/slow-body' in requested:                  # it was in flight at the limit: it was cut
+        assert hostileweb.outcome(note + 'limit-slow-body').startswith('cut after')
 
 
 def test_a_slow_robots_txt_means_not_now(web):

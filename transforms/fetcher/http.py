@@ -130,7 +130,8 @@ class HttpClient:
         self.session.close()
 
     def cut_all(self) -> None:
-        """Ends every request in flight now (they fail as cut)."""
+        """Ends every request in flight now, and every later one as it starts (they fail as
+        cut): the fetch is over."""
         self.watchdog.expire_all()
 
     def get(self, url: str, *, modified_time: int = 0, etag: Optional[str] = None,
