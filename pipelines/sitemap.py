@@ -3,8 +3,9 @@
 beamcrawl sitemap CRAWL_DIR (--from-robots | URL ...) [--conf FILE] [-D key=value] [--now T]
 URL: sitemaps to read (XML sitemaps, sitemap indexes, text sitemaps, RSS and Atom feeds, gzipped
 or not). --from-robots: the sitemaps named by the robots.txt of every site in the crawldb (or
-/sitemap.xml). Sitemaps are fetched politely, through the fetcher; lastmod becomes the modified
-time, changefreq the fetch interval, priority the score (docs/sitemaps.md).
+/sitemap.xml). Sitemaps are fetched politely, through the fetcher, within bounds per run and per
+host; lastmod becomes the modified time, changefreq the fetch interval, priority the score
+(docs/sitemaps.md).
 """
 
 import sys
@@ -75,6 +76,9 @@ def run(args, cfg, now, beam_args):
               f'not fetched), {c(metrics.SITEMAP_URLS)} URLs found, '
               f'{sum(v for k, v in found.items() if k.startswith(metrics.SITEMAP_DROPPED))} '
               f'entries dropped')
+        unread = not_read(found)
+        if unread:
+            print(f'sitemap: {unread}')
         counters = inject_files(crawl, [seeds], cfg, now, beam_args,
                                 update=cfg['sitemap.url.overwrite.existing'],
                                 normalize=cfg['sitemap.url.normalize'],
@@ -83,6 +87,32 @@ def run(args, cfg, now, beam_args):
         layout.delete(scratch)
     print_summary('sitemap', counters)
     return 0
+
+
+def not_read(found) -> str:
+    """The line saying which sitemaps a run did not fetch because of a bound or a stop, and
+    why ('' when there are none)."""
+    from beamcrawl.transforms import metrics
+    reasons = ((metrics.SITEMAP_OVER_HOST_COUNT, 'over sitemap.host.count.max'),
+               (metrics.SITEMAP_OVER_HOST_TIME, 'after sitemap.host.time.max'),
+               (metrics.SITEMAP_OVER_COUNT, 'over sitemap.count.max'),
+               (metrics.SITEMAP_OVER_TIME, 'after sitemap.time.max'),
+               (metrics.SITEMAP_TOO_DEEP, 'deeper than sitemap.index.depth.max'),
+               (metrics.SITEMAP_INTERRUPTED, 'left by the interrupt'))
+    parts = [(found[name], text) for name, text in reasons if found.get(name)]
+    skipped = found.get(metrics.SITEMAP_SITES_SKIPPED, 0)
+    if not parts and not skipped:
+        return ''
+    said = []
+    if parts:
+        said.append(f'{sum(n for n, _ in parts)} sitemaps not fetched: ' +
+                    ', '.join(f'{n} {text}' for n, text in parts))
+        hosts = found.get(metrics.SITEMAP_HOSTS_LIMITED, 0)
+        if hosts:
+            said[-1] += f' ({hosts} host{"s" if hosts > 1 else ""} cut short)'
+    if skipped:
+        said.append(f"{skipped} sites' robots.txt not read (after sitemap.time.max or a stop)")
+    return '; '.join(said)
 
 
 if __name__ == '__main__':

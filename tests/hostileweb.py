@@ -4,7 +4,8 @@ Served by the test web (tests/testweb.py) like any other site, through its proxy
 a forwarding proxy (tests/forwardproxy.py: the `fwd-*` hosts) or directly (the `127.0.0.1`
 site). Raw handlers write their bytes themselves and note in `OUTCOMES` how far they got, so a
 test can tell a request that was cut from one that ran to its end. `TlsTrickler` is an HTTPS
-server on a port of its own that never finishes its TLS handshake.
+server on a port of its own that never finishes its TLS handshake. `sitemap_sites()` are sites
+whose sitemaps try to hold a `beamcrawl sitemap` run (tests/test_sitemap.py).
 
 HOSTS is every host name these sites use: in a test, the server must see no request for any
 other host (an address the policy refuses never reaches the server).
@@ -273,3 +274,59 @@ def sites():
 
 
 HOSTS = frozenset(sites())
+
+_SITEMAP_NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
+NESTED = 1000                      # the nested indexes of sm-nest.test
+SLOW_SITEMAPS = 50                 # the slow sitemaps of sm-slow.test
+SLOW_SITEMAP_S = 1.0               # how long each takes to answer
+
+
+def _sitemap_index(*locs) -> Page:
+    return Page(body=(f'<sitemapindex {_SITEMAP_NS}>' +
+                      ''.join(f'<sitemap><loc>{loc}</loc></sitemap>' for loc in locs) +
+                      '</sitemapindex>').encode(), content_type='application/xml')
+
+
+def _urlset(*locs, delay: float = 0.0) -> Page:
+    return Page(body=(f'<urlset {_SITEMAP_NS}>' +
+                      ''.join(f'<url><loc>{loc}</loc></url>' for loc in locs) +
+                      '</urlset>').encode(), content_type='application/xml', delay=delay)
+
+
+def _names_sitemap(host: str) -> Page:
+    return Page(body=f'User-agent: *\nSitemap: http://{host}/index.xml\n'.encode(),
+                content_type='text/plain')
+
+
+def sitemap_sites():
+    """Sites whose sitemaps try to hold a `beamcrawl sitemap` run, each named by its robots.txt:
+
+    sm-loop.test   an index that names itself in four spellings, and a sitemap of two URLs
+    sm-nest.test   an index naming a sitemap (http://sm-nest.test/top) and 1000 nested indexes,
+                   each naming itself and a sitemap of one URL (/p/N)
+    sm-slow.test   an index naming 50 sitemaps that take SLOW_SITEMAP_S each to answer
+    sm-ok.test     no robots.txt; /sitemap.xml lists two URLs
+    """
+    loop = {'/robots.txt': _names_sitemap('sm-loop.test'),
+            '/index.xml': _sitemap_index(
+                'http://sm-loop.test/index.xml', 'http://SM-LOOP.test:80/index.xml',
+                'http://sm-loop.test/index.xml#again', 'http://sm-loop.test/./index.xml',
+                'http://sm-loop.test/urls.xml'),
+            '/urls.xml': _urlset('http://sm-loop.test/a', 'http://sm-loop.test/b')}
+    nest = {'/robots.txt': _names_sitemap('sm-nest.test'),
+            '/index.xml': _sitemap_index('http://sm-nest.test/urls.xml',
+                                         *[f'http://sm-nest.test/n/{i}.xml'
+                                           for i in range(NESTED)]),
+            '/urls.xml': _urlset('http://sm-nest.test/top')}
+    for i in range(NESTED):
+        nest[f'/n/{i}.xml'] = _sitemap_index(f'http://sm-nest.test/n/{i}.xml',
+                                             f'http://sm-nest.test/u/{i}.xml')
+        nest[f'/u/{i}.xml'] = _urlset(f'http://sm-nest.test/p/{i}')
+    slow = {'/robots.txt': _names_sitemap('sm-slow.test'),
+            '/index.xml': _sitemap_index(*[f'http://sm-slow.test/s/{i}.xml'
+                                           for i in range(SLOW_SITEMAPS)])}
+    for i in range(SLOW_SITEMAPS):
+        slow[f'/s/{i}.xml'] = _urlset(f'http://sm-slow.test/page/{i}', delay=SLOW_SITEMAP_S)
+    ok = {'/robots.txt': Page(status=404),
+          '/sitemap.xml': _urlset('http://sm-ok.test/x', 'http://sm-ok.test/y')}
+    return {'sm-loop.test': loop, 'sm-nest.test': nest, 'sm-slow.test': slow, 'sm-ok.test': ok}

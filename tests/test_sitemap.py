@@ -1,11 +1,13 @@
 """`beamcrawl sitemap` on the test web: every sitemap kind, indexes, robots.txt, the scope rule,
-a bomb and a broken sitemap, politeness, and how the found URLs enter the crawldb."""
+a bomb and a broken sitemap, politeness, how the found URLs enter the crawldb, and the hostile
+sitemaps of tests/hostileweb.py: loops, nests and slow hosts within the run's bounds."""
 
 import gzip
 
 import pytest
 
 from beamcrawl.transforms.policy.sitemaps import parse_lastmod
+from tests import hostileweb
 from tests.conftest import read_db, run_cli, write_seeds
 from tests.testweb import Page, html_page
 
@@ -176,3 +178,96 @@ def test_sitemap_usage_errors_are_one_line(web, tmp_path, args, message):
     proc = run_cli('sitemap', str(tmp_path / 'crawl'), *args, *_conf(web), check=False)
     assert proc.returncode == 2 and message in proc.stderr
     assert 'Traceback' not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.fixture(scope='module')
+def hostile_sitemaps(testweb):
+    for host, routes in hostileweb.sitemap_sites().items():
+        for path, route in routes.items():
+            testweb.add(host, path, route)
+    return testweb
+
+
+def _sitemaps_of(web, host):
+    """The sitemap requests a host received, in order (robots.txt left out)."""
+    return [r.path for r in sorted(web.requests_for(host), key=lambda r: r.start)
+            if r.path != '/robots.txt']
+
+
+def _counters(stderr):
+    out = {}
+    for line in stderr.splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[1] == 'INFO' and parts[3].isdigit() and '.' in parts[2]:
+            out[parts[2]] = out.get(parts[2], 0) + int(parts[3])
+    return out
+
+
+def _inject_sites(web, tmp_path, hosts):
+    crawl = str(tmp_path / 'crawl')
+    run_cli('inject', crawl, write_seeds(tmp_path / 'seeds', [f'http://{h}/' for h in hosts]),
+            '--now', NOW, *_conf(web))
+    return crawl
+
+
+def test_an_index_that_names_itself_is_read_once(hostile_sitemaps, web, tmp_path):
+    crawl = str(tmp_path / 'crawl')
+    proc = run_cli('sitemap', crawl, 'http://sm-loop.test/index.xml', '--now', NOW,
+                   *_conf(web, '-D', 'fetcher.server.delay=0'))
+    # four spellings of itself, one fetch
+    assert _sitemaps_of(web, 'sm-loop.test') == ['/index.xml', '/urls.xml']
+    assert _counters(proc.stderr)['sitemap.duplicate_sitemaps'] == 4
+    assert set(read_db(crawl)) == {'http://sm-loop.test/a', 'http://sm-loop.test/b'}
+
+
+def test_one_host_cannot_take_a_sitemap_run(hostile_sitemaps, web, tmp_path):
+    crawl = _inject_sites(web, tmp_path, ['sm-nest.test', 'sm-loop.test', 'sm-ok.test'])
+    proc = run_cli('sitemap', crawl, '--from-robots', '--now', NOW,
+                   *_conf(web, '-D', 'fetcher.server.delay=0', '-D', 'sitemap.host.count.max=20'))
+    # sm-nest.test: its index, the sitemap it names first and 18 nested indexes, no more
+    nest = _sitemaps_of(web, 'sm-nest.test')
+    assert nest == ['/index.xml', '/urls.xml', *[f'/n/{i}.xml' for i in range(18)]]
+    counters = _counters(proc.stderr)
+    # not taken: the other 982 nested indexes, and the sitemap each of the 18 read names
+    assert counters['sitemap.over_host_count'] == hostileweb.NESTED
+    assert counters['sitemap.hosts_limited'] == 1
+    assert f'sitemap: {hostileweb.NESTED} sitemaps not fetched: {hostileweb.NESTED} over ' \
+           f'sitemap.host.count.max (1 host cut short)' in proc.stdout
+    assert 'sm-nest.test reached sitemap.host.count.max' in proc.stderr
+    # the other hosts are read, once each, and everything read is injected
+    assert _sitemaps_of(web, 'sm-loop.test') == ['/index.xml', '/urls.xml']
+    assert _sitemaps_of(web, 'sm-ok.test') == ['/sitemap.xml']
+    found = set(read_db(crawl)) - {'http://sm-nest.test/', 'http://sm-loop.test/',
+                                   'http://sm-ok.test/'}
+    assert found == {'http://sm-nest.test/top', 'http://sm-loop.test/a', 'http://sm-loop.test/b',
+                     'http://sm-ok.test/x', 'http://sm-ok.test/y'}
+    assert proc.returncode == 0 and 'sitemap: 5 injected, 5 new' in proc.stdout
+
+
+def test_a_slow_host_is_cut_short_by_its_time(hostile_sitemaps, web, tmp_path):
+    # Each sitemap of sm-slow.test takes SLOW_SITEMAP_S to answer and the host has that long:
+    # after its index and at most one slow sitemap, its time is up, whatever the machine.
+    crawl = _inject_sites(web, tmp_path, ['sm-slow.test', 'sm-ok.test'])
+    proc = run_cli('sitemap', crawl, '--from-robots', '--now', NOW,
+                   *_conf(web, '-D', 'fetcher.server.delay=0',
+                          '-D', f'sitemap.host.time.max={hostileweb.SLOW_SITEMAP_S}'))
+    slow = _sitemaps_of(web, 'sm-slow.test')
+    assert slow[0] == '/index.xml' and len(slow) <= 2
+    counters = _counters(proc.stderr)
+    assert counters['sitemap.over_host_time'] == hostileweb.SLOW_SITEMAPS - (len(slow) - 1)
+    assert 'sm-slow.test reached sitemap.host.time.max' in proc.stderr
+    assert 'after sitemap.host.time.max (1 host cut short)' in proc.stdout
+    db = read_db(crawl)
+    assert {'http://sm-ok.test/x', 'http://sm-ok.test/y'} <= set(db)
+    assert len([u for u in db if '/page/' in u]) == len(slow) - 1
+
+
+def test_a_run_out_of_time_fetches_nothing_more_and_says_so(hostile_sitemaps, web, tmp_path):
+    crawl = _inject_sites(web, tmp_path, ['sm-nest.test', 'sm-ok.test'])
+    web.clear_log()
+    proc = run_cli('sitemap', crawl, '--from-robots', '--now', NOW,
+                   *_conf(web, '-D', 'sitemap.time.max=0'))
+    assert web.log == []
+    assert "sitemap: 2 sites' robots.txt not read (after sitemap.time.max or a stop)" in \
+        proc.stdout
+    assert 'sitemap: 0 injected' in proc.stdout and proc.returncode == 0

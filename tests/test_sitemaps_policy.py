@@ -1,12 +1,13 @@
-"""transforms/policy/sitemaps.py: every sitemap kind, its limits and its scope rule."""
+"""transforms/policy/sitemaps.py: every sitemap kind, its limits, its scope rule, and the
+bounds of a run."""
 
 import gzip
 
 import pytest
 
 from beamcrawl.transforms.policy.sitemaps import (
-    CHANGEFREQ_SECONDS, SitemapEntry, SitemapLimits, fetch_interval, in_scope, parse_lastmod,
-    parse_sitemap, site_scope, sitemap_scope)
+    CHANGEFREQ_SECONDS, SitemapBounds, SitemapEntry, SitemapLimits, fetch_interval, in_scope,
+    parse_lastmod, parse_sitemap, site_scope, sitemap_host, sitemap_scope)
 
 LIMITS = SitemapLimits(max_bytes=100_000, max_urls=100, strict=True)
 NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
@@ -146,3 +147,48 @@ def test_changefreq_to_interval_within_the_schedule_bounds(changefreq, expected)
     ('soon', None), ('2026-13-01', None), ('', None)])
 def test_lastmod_formats(text, ms):
     assert parse_lastmod(text) == ms
+
+
+BOUNDS = SitemapBounds(count_max=100, host_count_max=10, host_time_max=60.0, time_max=600.0)
+
+
+@pytest.mark.parametrize('bounds,run_taken,host_taken,refused', [
+    (BOUNDS, 0, 0, None),
+    (BOUNDS, 99, 9, None),
+    (BOUNDS, 99, 10, 'over_host_count'),       # the host's share is taken
+    (BOUNDS, 100, 0, 'over_count'),            # the run's is, whatever the host's
+    (BOUNDS, 100, 10, 'over_count'),
+    (SitemapBounds(1, 1, -1, -1), 0, 0, None),  # the first sitemap is always taken
+])
+def test_sitemap_count_bounds(bounds, run_taken, host_taken, refused):
+    assert bounds.refuse_count(run_taken, host_taken) == refused
+
+
+NO_TIME = SitemapBounds(count_max=100, host_count_max=10, host_time_max=-1, time_max=-1)
+
+
+@pytest.mark.parametrize('bounds,now,run_started,host_started,refused', [
+    (BOUNDS, 1000.0, 1000.0, None, None),            # a host's first sitemap
+    (BOUNDS, 1059.9, 1000.0, 1000.0, None),
+    (BOUNDS, 1060.0, 1000.0, 1000.0, 'over_host_time'),
+    (BOUNDS, 1060.0, 1000.0, None, None),            # a host that starts late has its own time
+    (BOUNDS, 1599.0, 1000.0, 1590.0, None),
+    (BOUNDS, 1600.0, 1000.0, None, 'over_time'),     # the run's time ends everything
+    (BOUNDS, 1600.0, 1000.0, 1000.0, 'over_time'),
+    (NO_TIME, 10 ** 9, 0.0, 0.0, None),              # -1: no limit
+    (SitemapBounds(100, 10, 0.0, -1), 5.0, 0.0, None, None),    # 0: one sitemap per host
+    (SitemapBounds(100, 10, 0.0, -1), 5.0, 0.0, 5.0, 'over_host_time'),
+    (SitemapBounds(100, 10, -1, 0.0), 5.0, 5.0, None, 'over_time'),   # 0: none at all
+])
+def test_sitemap_time_bounds(bounds, now, run_started, host_started, refused):
+    assert bounds.refuse_time(now, run_started, host_started) == refused
+
+
+@pytest.mark.parametrize('url,host', [
+    ('http://Sm.Test/index.xml', 'sm.test'),
+    ('https://sm.test:8443/a.xml', 'sm.test'),         # scheme and port: one host
+    ('http://[::1]:80/x', '::1'),
+    ('http://[bad/x', ''),
+])
+def test_a_sitemap_counts_against_its_host(url, host):
+    assert sitemap_host(url) == host

@@ -83,11 +83,20 @@ SITEMAP_FAILED = 'sitemap.failed.'               # + the protocol status, redire
 SITEMAP_KIND = 'sitemap.kind.'                   # + urlset, index, text, rss, atom, empty, unknown
 SITEMAP_MALFORMED = 'sitemap.malformed'          # read up to a fault (or not at all): counted
 SITEMAP_DROPPED = 'sitemap.dropped.'             # + no_url, invalid_url, out_of_scope, over_limit,
-#                                                  bad_lastmod, bad_changefreq, bad_priority
+#                                                  bad_lastmod, bad_changefreq, bad_priority,
+#                                                  malformed (a sitemap URL the normalizer refuses)
 SITEMAP_URLS = 'sitemap.urls'                    # URLs found (first sitemap of a URL wins)
 SITEMAP_DUPLICATE = 'sitemap.duplicate_urls'     # URLs found again in a later sitemap
 SITEMAP_TOO_DEEP = 'sitemap.index_too_deep'      # sitemaps of an index beyond index.depth.max
 SITEMAP_OVER_COUNT = 'sitemap.over_count'        # sitemaps beyond sitemap.count.max, not fetched
+SITEMAP_OVER_HOST_COUNT = 'sitemap.over_host_count'  # beyond sitemap.host.count.max: not fetched
+SITEMAP_OVER_HOST_TIME = 'sitemap.over_host_time'    # after sitemap.host.time.max: not fetched
+SITEMAP_OVER_TIME = 'sitemap.over_time'          # after sitemap.time.max: not fetched
+SITEMAP_INTERRUPTED = 'sitemap.interrupted'      # not fetched: the run was stopped (a signal)
+SITEMAP_SITES_SKIPPED = 'sitemap.sites_skipped'  # robots.txt not read: stopped or out of time
+SITEMAP_HOSTS_LIMITED = 'sitemap.hosts_limited'  # hosts cut short by sitemap.host.*.max
+SITEMAP_SEEN = 'sitemap.duplicate_sitemaps'      # sitemap URLs named again (an index naming
+#                                                  itself, loops): fetched once
 
 # invertlinks
 LINKDB_INVERTED = 'linkdb.inverted_links'       # (target, inlink) pairs produced

@@ -91,12 +91,17 @@ def inject_rules(cfg, *, overwrite: bool = False, update: bool = False) -> Injec
 
 def sitemap_settings(cfg) -> 'SitemapSettings':
     """What the `sitemap` command reads sitemaps with (transforms/sitemap.py)."""
-    from beamcrawl.transforms.policy.sitemaps import SitemapLimits, SitemapSettings
+    from beamcrawl.transforms.policy.sitemaps import SitemapBounds, SitemapLimits, SitemapSettings
     return SitemapSettings(
         limits=SitemapLimits(max_bytes=cfg['sitemap.size.max'],
                              max_urls=cfg['sitemap.urls.max'],
                              strict=cfg['sitemap.strict.parsing']),
-        depth_max=cfg['sitemap.index.depth.max'], count_max=cfg['sitemap.count.max'],
+        depth_max=cfg['sitemap.index.depth.max'],
+        bounds=SitemapBounds(count_max=cfg['sitemap.count.max'],
+                             host_count_max=cfg['sitemap.host.count.max'],
+                             host_time_max=cfg['sitemap.host.time.max'],
+                             time_max=cfg['sitemap.time.max']),
+        normalize=cfg['sitemap.url.normalize'],
         default_xml=cfg['sitemap.url.default.sitemap.xml'],
         interval_default=cfg['db.fetch.interval.default'],
         interval_min=cfg['db.fetch.schedule.adaptive.min_interval'],

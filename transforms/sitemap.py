@@ -5,19 +5,31 @@ every sitemap request goes through the same politeness queues, robots.txt rules,
 address policy and redirect handling as a page fetch. With `--from-robots` it first reads the
 robots.txt of every site (through the fetcher's robots cache, so a site's robots.txt is
 requested once) and takes its `Sitemap:` lines. Each sitemap is read as it arrives
-(transforms/policy/sitemaps.py); the sitemaps an index names are queued on the same fetcher, down
-to sitemap.index.depth.max, up to sitemap.count.max sitemaps in all.
+(transforms/policy/sitemaps.py); the sitemaps an index names are taken too, down to
+sitemap.index.depth.max.
+
+No host can take the run. Sitemap URLs are normalized, and each is fetched once (an index that
+names itself, in any spelling, is read once). A host's sitemaps wait in a list of their own and
+go to the fetcher one at a time (fetcher.threads.per.queue), so that the bounds of
+`SitemapBounds` are checked when a sitemap is named (sitemap.count.max, sitemap.host.count.max)
+and again just before it is requested (sitemap.host.time.max, sitemap.time.max); what they
+refuse is counted, and a host cut short is logged once. On SIGINT or SIGTERM (INTERRUPTED, under
+`interrupts.graceful()`) no more requests start, the requests in flight end, and the run returns
+the URLs of the sitemaps read so far, for the command to inject.
 
 `CollectSitemaps` is the Beam wrapper: one DoFn call runs the collector, writes the URLs found
 as a seed file (transforms/policy/inject.py's format) and counts into Beam counters; the
 `sitemap` command then injects that file (pipelines/sitemap.py).
 """
 
+import collections
 import concurrent.futures
 import dataclasses
 import logging
+import threading
+import time
 import urllib.parse
-from typing import Dict, Iterable, List, Sequence, Tuple
+from typing import Deque, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -25,11 +37,12 @@ from apache_beam.io.filesystems import FileSystems
 from beamcrawl.transforms import metrics
 from beamcrawl.transforms.fetcher import Fetcher, FetcherSettings, HttpSettings
 from beamcrawl.transforms.fetcher.journal import SOURCE_KEY
+from beamcrawl.transforms.interrupts import INTERRUPTED
 from beamcrawl.transforms.layout import CONTENT, CRAWL_FETCH
 from beamcrawl.transforms.policy.sitemaps import (DEFAULT_PRIORITY, SitemapEntry,
                                                   SitemapSettings, fetch_interval, parse_sitemap,
-                                                  site_scope)
-from beamcrawl.transforms.policy.urls import UrlPolicy
+                                                  site_scope, sitemap_host)
+from beamcrawl.transforms.policy.urls import MalformedUrl, UrlPolicy
 from beamcrawl.transforms.records import crawl_datum
 
 __all__ = ['SitemapCollector', 'CollectSitemaps', 'seed_line', 'sites_of']
@@ -44,18 +57,43 @@ class _Job:
     scopes: Tuple[str, ...]        # what it vouches for besides its own directory
 
 
+class _Host:
+    """A host's sitemaps in this run."""
+
+    __slots__ = ('taken', 'waiting', 'in_fetch', 'started', 'limited')
+
+    def __init__(self):
+        self.taken = 0                     # sitemaps taken (fetched, in fetch or waiting)
+        self.waiting: Deque[_Job] = collections.deque()
+        self.in_fetch = 0                  # given to the fetcher, not done
+        self.started: Optional[float] = None   # when its first sitemap went to the fetcher
+        self.limited = False               # cut short by sitemap.host.*.max (logged once)
+
+
+# What SitemapBounds refuses: its counter, and the key when it is a bound of one host.
+_REFUSED = {'over_count': (metrics.SITEMAP_OVER_COUNT, None),
+            'over_time': (metrics.SITEMAP_OVER_TIME, None),
+            'over_host_count': (metrics.SITEMAP_OVER_HOST_COUNT, 'sitemap.host.count.max'),
+            'over_host_time': (metrics.SITEMAP_OVER_HOST_TIME, 'sitemap.host.time.max')}
+
+
 class SitemapCollector:
     """One run: `run(urls, sites)` → {URL: SitemapEntry} (the first sitemap naming a URL wins);
-    `counts` holds the counter increments."""
+    `counts` holds the counter increments. `interrupted`: set when the run must stop."""
 
     def __init__(self, settings: SitemapSettings, fetcher: FetcherSettings, http: HttpSettings,
-                 policy: UrlPolicy, now: int):
+                 policy: UrlPolicy, now: int, interrupted: threading.Event = INTERRUPTED):
         self.settings, self.policy, self.now = settings, policy, now
+        self.bounds = settings.bounds
+        self.interrupted = interrupted
         self.fetcher = Fetcher(fetcher, http, policy, now)
         self.threads = fetcher.threads
+        self.per_host = fetcher.threads_per_queue
         self.counts: Dict[str, int] = {}
         self.entries: Dict[str, SitemapEntry] = {}
-        self._jobs: Dict[str, _Job] = {}
+        self._jobs: Dict[str, _Job] = {}          # every sitemap taken, by its normalized URL
+        self._hosts: Dict[str, _Host] = {}
+        self._started = time.time()               # sitemap.time.max counts from here
 
     def _count(self, name: str, n: int = 1) -> None:
         self.counts[name] = self.counts.get(name, 0) + n
@@ -78,22 +116,32 @@ class SitemapCollector:
             self._read(self.fetcher.close())
             for name, n in self.fetcher.counts.items():
                 self._count(name, n)
+            left = self.fetcher.left + sum(len(host.waiting) for host in self._hosts.values())
+            if left:
+                self._count(metrics.SITEMAP_INTERRUPTED, left)
         return self.entries
 
     def _from_robots(self, sites: Sequence[str]) -> List[_Job]:
         """The sitemaps the robots.txt of each site (scheme://host[:port]) names, read with
         the fetcher's threads; /sitemap.xml when it names none (sitemap.url.default.sitemap.xml).
-        A site whose robots.txt forbids us everything, or cannot be had, gives none."""
+        A site whose robots.txt forbids us everything, or cannot be had, gives none; once the
+        run is interrupted or out of time (sitemap.time.max), the other sites are skipped."""
         robots = self.fetcher.requester.robots
         agents = self.fetcher.settings.agents
 
         def read(site: str):
+            if self.interrupted.is_set() or \
+                    self.bounds.refuse_time(time.time(), self._started, None):
+                return site, None
             parts = urllib.parse.urlsplit(site)
             return site, robots.rules(parts.scheme, parts.netloc)
 
         jobs = []
         with concurrent.futures.ThreadPoolExecutor(max(1, self.threads)) as pool:
             for site, rules in pool.map(read, sites):
+                if rules is None:
+                    self._count(metrics.SITEMAP_SITES_SKIPPED)
+                    continue
                 self._count(metrics.SITEMAP_SITES)
                 named = rules.sitemaps()
                 self._count(metrics.SITEMAP_FROM_ROBOTS, len(named))
@@ -105,15 +153,60 @@ class SitemapCollector:
         return jobs
 
     def _add(self, job: _Job) -> None:
-        if job.url in self._jobs:
+        """Takes a sitemap named on the command line, by robots.txt or by an index, unless it
+        was taken before or a bound refuses it."""
+        url = job.url
+        if self.settings.normalize:
+            try:
+                url = self.policy.normalize(url)
+            except MalformedUrl:
+                url = ''
+            if not url:
+                self._count(metrics.SITEMAP_DROPPED + 'malformed')
+                return
+        if url in self._jobs:
+            self._count(metrics.SITEMAP_SEEN)
             return
-        if len(self._jobs) >= self.settings.count_max:
-            self._count(metrics.SITEMAP_OVER_COUNT)
+        if job.depth > self.settings.depth_max:
+            self._count(metrics.SITEMAP_TOO_DEEP)
             return
-        self._jobs[job.url] = job
-        record = crawl_datum(job.url, 'db_unfetched', fetch_time=self.now,
-                             fetch_interval=self.settings.interval_default)
-        self.fetcher.add(self.fetcher.queue_of(job.url), record)
+        name = sitemap_host(url)
+        host = self._hosts.setdefault(name, _Host())
+        refused = self.bounds.refuse_count(len(self._jobs), host.taken)
+        if refused:
+            self._refuse(name, host, refused)
+            return
+        job = dataclasses.replace(job, url=url)
+        self._jobs[url] = job
+        host.taken += 1
+        host.waiting.append(job)
+        self._feed(name, host)
+
+    def _feed(self, name: str, host: _Host) -> None:
+        """Gives the host's next sitemaps to the fetcher while it has fewer than
+        fetcher.threads.per.queue there, unless the run stops or a time bound refuses them."""
+        while host.waiting and host.in_fetch < self.per_host and not self.interrupted.is_set():
+            refused = self.bounds.refuse_time(time.time(), self._started, host.started)
+            if refused:
+                self._refuse(name, host, refused, len(host.waiting))
+                host.waiting.clear()
+                return
+            job = host.waiting.popleft()
+            if host.started is None:
+                host.started = time.time()
+            host.in_fetch += 1
+            record = crawl_datum(job.url, 'db_unfetched', fetch_time=self.now,
+                                 fetch_interval=self.settings.interval_default)
+            self.fetcher.add(self.fetcher.queue_of(job.url), record)
+
+    def _refuse(self, name: str, host: _Host, why: str, n: int = 1) -> None:
+        counter, key = _REFUSED[why]
+        self._count(counter, n)
+        if key is not None and not host.limited:
+            host.limited = True
+            self._count(metrics.SITEMAP_HOSTS_LIMITED)
+            log.warning('sitemap: %s reached %s: its other sitemaps are not fetched in this run',
+                        name, key)
 
     def _read(self, results: Iterable[Tuple[str, dict]]) -> None:
         for part, record in results:
@@ -124,6 +217,13 @@ class SitemapCollector:
                     record['protocol_status']
                 if status not in ('success', 'moved', 'temp_moved'):
                     self._count(metrics.SITEMAP_FAILED + status)
+                if record['metadata'].get(SOURCE_KEY) == record['url'] and \
+                        record['status'] != 'linked':       # a taken sitemap is done
+                    name = sitemap_host(record['url'])
+                    host = self._hosts.get(name)
+                    if host is not None:
+                        host.in_fetch -= 1
+                        self._feed(name, host)
 
     def _read_sitemap(self, job: _Job, content: dict) -> None:
         if content['http_code'] != 200:
@@ -152,9 +252,6 @@ class SitemapCollector:
                 self._count(metrics.SITEMAP_URLS)
         same_site = site_scope(url)
         for child in parsed.sitemaps:
-            if job.depth + 1 > self.settings.depth_max:
-                self._count(metrics.SITEMAP_TOO_DEEP)
-                continue
             # a child on the index's own site keeps what the index vouches for
             scopes = job.scopes if site_scope(child) == same_site else ()
             self._add(_Job(child, job.depth + 1, scopes))

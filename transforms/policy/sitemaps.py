@@ -15,6 +15,10 @@ site's robots.txt names it, for every URL of that site. URLs out of scope are dr
 `fetch_interval(changefreq, ...)` and `SitemapEntry` give the crawldb values: changefreq → fetch
 interval (Nutch's table, bounded by the schedule's limits), lastmod → modified time, priority →
 score (the protocol's default 0.5 when absent).
+
+`SitemapBounds` says how much one run may fetch, per run and per host (sitemap.count.max,
+sitemap.host.count.max, sitemap.host.time.max, sitemap.time.max): `refuse_count` when a sitemap
+is named, `refuse_time` when it is about to be requested. Each answer is a counter name.
 """
 
 import dataclasses
@@ -28,9 +32,9 @@ from typing import Dict, List, Optional, Sequence
 
 from lxml import etree
 
-__all__ = ['SitemapLimits', 'SitemapSettings', 'SitemapEntry', 'ParsedSitemap', 'parse_sitemap',
-           'sitemap_scope', 'site_scope', 'in_scope', 'fetch_interval', 'parse_lastmod',
-           'CHANGEFREQ_SECONDS', 'DEFAULT_PRIORITY']
+__all__ = ['SitemapLimits', 'SitemapBounds', 'SitemapSettings', 'SitemapEntry', 'ParsedSitemap',
+           'parse_sitemap', 'sitemap_scope', 'site_scope', 'sitemap_host', 'in_scope',
+           'fetch_interval', 'parse_lastmod', 'CHANGEFREQ_SECONDS', 'DEFAULT_PRIORITY']
 
 # Nutch's SitemapProcessor table (seconds); "never" is the largest interval an int holds.
 CHANGEFREQ_SECONDS = {'always': 1, 'hourly': 3600, 'daily': 86400, 'weekly': 604800,
@@ -47,11 +51,41 @@ class SitemapLimits:
 
 
 @dataclasses.dataclass(frozen=True)
+class SitemapBounds:
+    """How much one `sitemap` run fetches, so that no host can take the run."""
+    count_max: int                 # sitemap.count.max: sitemaps per run
+    host_count_max: int            # sitemap.host.count.max: sitemaps per host
+    host_time_max: float           # sitemap.host.time.max: s from a host's first request; < 0: none
+    time_max: float                # sitemap.time.max: s from the run's start; < 0: none
+
+    def refuse_count(self, run_taken: int, host_taken: int) -> Optional[str]:
+        """Why one more sitemap may not be taken, with `run_taken` sitemaps taken by the run
+        and `host_taken` from its host so far: 'over_count', 'over_host_count', or None."""
+        if run_taken >= self.count_max:
+            return 'over_count'
+        if host_taken >= self.host_count_max:
+            return 'over_host_count'
+        return None
+
+    def refuse_time(self, now: float, run_started: float, host_started: Optional[float]
+                    ) -> Optional[str]:
+        """Why a taken sitemap may not be requested at `now` (s), the run having started at
+        `run_started` and its host's first request at `host_started` (None: this is its
+        first): 'over_time', 'over_host_time', or None."""
+        if 0 <= self.time_max <= now - run_started:
+            return 'over_time'
+        if host_started is not None and 0 <= self.host_time_max <= now - host_started:
+            return 'over_host_time'
+        return None
+
+
+@dataclasses.dataclass(frozen=True)
 class SitemapSettings:
     """What a `sitemap` run reads sitemaps with (built by transforms/settings.py)."""
     limits: SitemapLimits
     depth_max: int                 # sitemap.index.depth.max
-    count_max: int                 # sitemap.count.max
+    bounds: SitemapBounds
+    normalize: bool                # sitemap.url.normalize (sitemap URLs too: one URL, one fetch)
     default_xml: bool              # sitemap.url.default.sitemap.xml
     interval_default: int          # db.fetch.interval.default
     interval_min: float            # db.fetch.schedule.adaptive.min_interval
@@ -89,6 +123,14 @@ def site_scope(url: str) -> str:
     """The prefix of a whole site (for sitemaps its robots.txt names)."""
     parts = urllib.parse.urlsplit(url)
     return f'{parts.scheme.lower()}://{parts.netloc.lower()}/'
+
+
+def sitemap_host(url: str) -> str:
+    """The host a sitemap counts against (sitemap.host.*.max): its URL's host, lowercased."""
+    try:
+        return (urllib.parse.urlsplit(url).hostname or '').lower()
+    except ValueError:
+        return ''
 
 
 def in_scope(url: str, scopes: Sequence[str]) -> bool:
