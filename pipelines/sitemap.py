@@ -5,7 +5,8 @@ URL: sitemaps to read (XML sitemaps, sitemap indexes, text sitemaps, RSS and Ato
 or not). --from-robots: the sitemaps named by the robots.txt of every site in the crawldb (or
 /sitemap.xml). Sitemaps are fetched politely, through the fetcher, within bounds per run and per
 host; lastmod becomes the modified time, changefreq the fetch interval, priority the score
-(docs/sitemaps.md).
+(docs/sitemaps.md). After SIGINT or SIGTERM, the URLs of the sitemaps read so far are injected
+and the command exits 130 or 143.
 """
 
 import sys
@@ -26,9 +27,9 @@ def run(args, cfg, now, beam_args):
     import dataclasses
     import apache_beam as beam
     from beamcrawl.pipelines.inject import inject_files, print_summary
-    from beamcrawl.transforms import layout, metrics, settings
+    from beamcrawl.transforms import interrupts, layout, metrics, settings
     from beamcrawl.transforms.dbio import iter_records
-    from beamcrawl.transforms.errors import UserError
+    from beamcrawl.transforms.errors import Interrupted, UserError
     from beamcrawl.transforms.layout import CrawlLayout
     from beamcrawl.transforms.runtime import make_pipeline, run_pipeline
     from beamcrawl.transforms.sitemap import CollectSitemaps, sites_of
@@ -68,7 +69,8 @@ def run(args, cfg, now, beam_args):
              | 'Sitemaps' >> CollectSitemaps(settings=settings.sitemap_settings(cfg),
                                              fetcher=fetcher, http=http, policy=policy, now=now,
                                              out_path=seeds))
-        found = run_pipeline(p, 'sitemap')
+        with interrupts.graceful():       # a first signal stops the reading, not the command
+            found = run_pipeline(p, 'sitemap')
         c = lambda name: found.get(name, 0)  # noqa: E731
         print(f'sitemap: {c(metrics.SITEMAP_FETCHED)} sitemaps read '
               f'({c(metrics.SITEMAP_MALFORMED)} malformed, '
@@ -86,6 +88,15 @@ def run(args, cfg, now, beam_args):
     finally:
         layout.delete(scratch)
     print_summary('sitemap', counters)
+    if interrupts.INTERRUPTED.is_set():
+        skipped = c(metrics.SITEMAP_SITES_SKIPPED)
+        raise Interrupted(
+            f'interrupted ({interrupts.signal_name() or "SIGINT"}): '
+            f'{counters.get(metrics.INJECT_INJECTED, 0)} URLs from the '
+            f'{c(metrics.SITEMAP_FETCHED)} sitemaps read were injected; '
+            f'{c(metrics.SITEMAP_INTERRUPTED)} sitemaps were not read' +
+            (f', nor the robots.txt of {skipped} sites' if skipped else ''),
+            interrupts.exit_code())
     return 0
 
 

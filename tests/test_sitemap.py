@@ -1,14 +1,19 @@
 """`beamcrawl sitemap` on the test web: every sitemap kind, indexes, robots.txt, the scope rule,
 a bomb and a broken sitemap, politeness, how the found URLs enter the crawldb, and the hostile
-sitemaps of tests/hostileweb.py: loops, nests and slow hosts within the run's bounds."""
+sitemaps of tests/hostileweb.py: loops, nests and slow hosts within the run's bounds, and a run
+stopped by a signal that keeps what it read."""
 
 import gzip
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
 from beamcrawl.transforms.policy.sitemaps import parse_lastmod
 from tests import hostileweb
-from tests.conftest import read_db, run_cli, write_seeds
+from tests.conftest import ROOT, read_db, run_cli, write_seeds
 from tests.testweb import Page, html_page
 
 NOW = '2026-11-22T00:00:00Z'
@@ -271,3 +276,36 @@ def test_a_run_out_of_time_fetches_nothing_more_and_says_so(hostile_sitemaps, we
     assert "sitemap: 2 sites' robots.txt not read (after sitemap.time.max or a stop)" in \
         proc.stdout
     assert 'sitemap: 0 injected' in proc.stdout and proc.returncode == 0
+
+
+@pytest.mark.parametrize('sig,code', [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_stopped_sitemap_run_injects_what_it_read(hostile_sitemaps, web, tmp_path, sig,
+                                                     code):
+    crawl = _inject_sites(web, tmp_path, ['sm-nest.test', 'sm-ok.test'])
+    web.clear_log()
+    # With DELAY between requests, sm-nest.test's 2001 sitemaps take minutes: the signal comes
+    # once four of them and sm-ok.test's sitemap have been requested.
+    proc = subprocess.Popen([sys.executable, '-m', 'beamcrawl.pipelines.cli', 'sitemap', crawl,
+                             '--from-robots', '--now', NOW, *_conf(web)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        while len(_sitemaps_of(web, 'sm-nest.test')) < 4 or \
+                not _sitemaps_of(web, 'sm-ok.test'):
+            assert proc.poll() is None, 'the run ended before the signal'
+            time.sleep(0.01)
+        requested = _sitemaps_of(web, 'sm-nest.test')
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == code, err
+    # the sitemaps requested before the signal were read, at most the one waiting in the
+    # fetcher's queue was requested after it, and what they gave is in the crawldb
+    assert requested[:2] == ['/index.xml', '/urls.xml']
+    assert len(_sitemaps_of(web, 'sm-nest.test')) <= len(requested) + 1
+    db = read_db(crawl)
+    assert {'http://sm-nest.test/top', 'http://sm-ok.test/x', 'http://sm-ok.test/y'} <= set(db)
+    assert 'sitemap: 3 injected, 3 new' in out
+    assert f'interrupted ({signal.Signals(sig).name}): 3 URLs from the ' in err
+    assert 'sitemaps were not read' in err and 'Traceback' not in err
