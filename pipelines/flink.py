@@ -6,7 +6,9 @@ beamcrawl flink stop     stop every process `start` started
 beamcrawl flink status   what runs
 beamcrawl flink demo     start, crawl the demo web 2 rounds on the cluster and on the local
                          runner with the same --now, compare the two, stop
-Options: --home DIR (default .flink, or BEAMCRAWL_FLINK_HOME).
+Options: --home DIR (default .flink, or BEAMCRAWL_FLINK_HOME); for `start` and `demo`, the
+ports the cluster binds: --rest-port (8081), --rpc-port (6123), --job-port (8099),
+--artifact-port (8098), --pool-port (50000), or the config keys runner.flink.port.*.
 """
 
 import os
@@ -21,11 +23,21 @@ DEMO_NOW = '2026-11-22T00:00:00Z'
 def add_arguments(parser):
     parser.add_argument('action', choices=('start', 'stop', 'status', 'demo'))
     parser.add_argument('--home', metavar='DIR', help='cache folder (default .flink)')
+    from beamcrawl.transforms.localflink import PORTS
+    for name, (default, what) in PORTS.items():
+        parser.add_argument(f'--{name}-port', type=int, metavar='PORT',
+                            help=f'the port of {what} (default {default}, or the config key '
+                                 f'runner.flink.port.{name})')
 
 
 def run(args, cfg, now, beam_args):
     from beamcrawl.transforms.localflink import LocalFlink, default_home
-    flink = LocalFlink(args.home or default_home())
+    configured = {'rest': cfg['runner.flink.port.rest'], 'rpc': cfg['runner.flink.port.rpc'],
+                  'job': cfg['runner.flink.port.job'],
+                  'artifact': cfg['runner.flink.port.artifact'],
+                  'pool': cfg['runner.flink.port.pool']}
+    ports = {name: getattr(args, f'{name}_port') or port for name, port in configured.items()}
+    flink = LocalFlink(args.home or default_home(), ports=ports)
     if args.action == 'start':
         flink.start()
         print(' '.join(flink.options()))

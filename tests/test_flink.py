@@ -17,6 +17,7 @@ from beamcrawl.transforms.crawl_diff import crawl_differences
 from beamcrawl.transforms.fetcher import journal
 from beamcrawl.transforms.localflink import LocalFlink, pid_alive
 from tests.conftest import ROOT, read_db, read_parts, run_cli, write_seeds
+from tests.test_localflink import free_ports
 from tests.testweb import Page, html_page, redirect
 
 # The first run builds the job server and downloads Flink (about 420 MB): allow for it.
@@ -38,7 +39,9 @@ def built():
 
 @pytest.fixture(scope='module')
 def cluster(built):
-    flink = built
+    # Ports other than the defaults: the tests must not meet (or stop) a cluster of the user's.
+    flink = LocalFlink(built.home, ports=dict(zip(('rest', 'rpc', 'job', 'artifact', 'pool'),
+                                                  free_ports(5))))
     flink.start()
     yield flink
     pids = [p for ps in flink.pids().values() for p in ps]
@@ -111,9 +114,12 @@ def test_start_is_idempotent_and_status_says_what_runs(cluster):
                            '--home', cluster.home], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 0
     assert proc.stdout.strip().splitlines()[-1] == ' '.join(cluster.options())
+    assert f'localhost:{cluster.ports["job"]}' in proc.stdout     # the ports it runs on
     status = run_cli('flink', 'status', '--home', cluster.home).stdout
     for name in ('jobmanager', 'taskmanager', 'job server', 'worker pool'):
         assert f'{name}: running' in status
+    for port in cluster.ports.values():
+        assert f'localhost:{port}' in status
     # the TaskManager works in the cluster's own folder (stop removes it), not in /tmp
     assert glob.glob(os.path.join(cluster.tmp_dir, 'tm_*'))
 
@@ -129,12 +135,14 @@ def test_workers_without_beamcrawl_give_one_line(cluster, tmp_path):
         'exec(sys.argv[1])" "$2"\n')
     (bin_dir / 'python').chmod(0o755)
     env = dict(os.environ, PATH=f'{bin_dir}:/usr/bin:/bin')
-    pool = subprocess.Popen([sys.executable, '-m', 'beamcrawl.transforms.workerpool', '50007'],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    (pool_port,) = free_ports(1)
+    pool = subprocess.Popen([sys.executable, '-m', 'beamcrawl.transforms.workerpool',
+                             str(pool_port)], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
     try:
         assert pool.stdout.readline().startswith(b'worker pool listening')
         options = cluster.options()
-        options[options.index('--environment_config') + 1] = 'localhost:50007'
+        options[options.index('--environment_config') + 1] = f'localhost:{pool_port}'
         proc = run_cli('inject', str(tmp_path / 'c'),
                        write_seeds(tmp_path / 's', ['http://a.test/']),
                        '-D', 'runner.probe.timeout=20', *options, check=False, timeout=600)
@@ -146,11 +154,12 @@ def test_workers_without_beamcrawl_give_one_line(cluster, tmp_path):
     assert 'Traceback' not in proc.stderr
     assert not os.path.exists(tmp_path / 'c' / 'crawldb' / 'current')
     # the probe job was cancelled on the cluster, not left holding its slots
-    assert not _running_jobs(), proc.stderr
+    assert not _running_jobs(cluster), proc.stderr
 
 
-def _running_jobs():
-    with urllib.request.urlopen('http://localhost:8081/jobs/overview', timeout=10) as response:
+def _running_jobs(cluster):
+    with urllib.request.urlopen(f'http://{cluster.rest()}/jobs/overview',
+                                timeout=10) as response:
         jobs = json.loads(response.read().decode('utf-8'))['jobs']
     return [job for job in jobs if job['state'] not in ('FINISHED', 'CANCELED', 'FAILED')]
 
@@ -183,7 +192,7 @@ def test_streaming_fetch_on_the_cluster_is_polite_and_equals_the_batch_fetch(
                    *cluster.options(), '--parallelism', '2', '--checkpointing_interval', '1000',
                    timeout=900)
     assert 'Traceback' not in proc.stderr
-    assert not _running_jobs(), 'the streaming job was left running on the cluster'
+    assert not _running_jobs(cluster), 'the streaming job was left running on the cluster'
     for host, requests in (('s1.test', 6), ('s2.test', 8)):   # the server's log: each page
         gaps = _gaps(web, host)                                 # once, every gap ≥ the delay
         assert len(gaps) == requests - 1 and min(gaps) >= DELAY, (host, gaps)
@@ -236,7 +245,7 @@ def test_streaming_fetch_survives_a_killed_taskmanager(cluster, web, tmp_path):
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0, err
-    assert not _running_jobs()
+    assert not _running_jobs(cluster)
     own = [r for r in read_parts(glob.glob(os.path.join(segment, 'crawl_fetch', 'part-*')))
            if r['metadata'].get('_src_') == r['url']]
     assert sorted(r['url'] for r in own) == sorted(urls)          # each once

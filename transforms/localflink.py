@@ -12,10 +12,12 @@ Everything lives in one cache folder (default `.flink/`, or BEAMCRAWL_FLINK_HOME
                    io.tmp.dirs (the TaskManager's working folder keeps every job's jars, about
                    150 MB a job), removed by `stop`, so that no run leaves gigabytes in /tmp
 
-`start` runs a JobManager and a TaskManager (2 slots, bound to localhost), the job server
-(port 8099) and a Beam worker pool (port 50000) from this Python's environment, waits until all
-answer, and returns the Beam options that submit a pipeline to them. `stop` stops exactly the
-processes whose pids `start` recorded. Both are idempotent.
+`start` runs a JobManager and a TaskManager (2 slots, bound to localhost), the job server and a
+Beam worker pool from this Python's environment, waits until all answer, and returns the Beam
+options that submit a pipeline to them. The ports it binds (PORTS) can be chosen; it records
+them in run/cluster.json, where `status`, `stop` and a later `start` find them while the
+cluster runs. `stop` stops exactly the processes whose pids `start` recorded. Both are
+idempotent.
 
 Versions: Flink 1.19 because it is the newest Flink for which Maven Central serves Beam's runner
 library with all its dependencies (beam-runners-flink-1.19 at 2.62.0); the Python SDK stays at
@@ -42,13 +44,25 @@ from beamcrawl.transforms.config import bundled_conf_dir
 from beamcrawl.transforms.errors import UserError
 from beamcrawl.transforms.layout import process_alive as pid_alive
 
-__all__ = ['LocalFlink', 'FLINK_VERSION', 'BEAM_RUNNER_VERSION', 'default_home', 'pid_alive']
+__all__ = ['LocalFlink', 'FLINK_VERSION', 'BEAM_RUNNER_VERSION', 'PORTS', 'DEFAULT_PORTS',
+           'default_home', 'pid_alive']
 
 log = logging.getLogger('beamcrawl')
 
 FLINK_VERSION = '1.19.3'
 BEAM_RUNNER_VERSION = '2.62.0'
-REST_PORT, JOB_PORT, ARTIFACT_PORT, POOL_PORT = 8081, 8099, 8098, 50000
+# The ports `start` binds, name -> (default, what listens there); the JobManager's and the
+# TaskManager's other ports are chosen at random. `beamcrawl flink start --NAME-port N` or the
+# config key runner.flink.port.NAME chooses another (a busy 8081 must not block a start).
+PORTS = {'rest': (8081, "Flink's REST API and web UI"),
+         'rpc': (6123, "the JobManager's RPC"),
+         'job': (8099, 'the Beam job server'),
+         'artifact': (8098, "the Beam job server's artifact service"),
+         'pool': (50000, 'the Beam worker pool')}
+DEFAULT_PORTS = {name: port for name, (port, _) in PORTS.items()}
+# The ports each process binds (checked free before it starts).
+_PROCESS_PORTS = {'jobmanager': ('rest', 'rpc'), 'taskmanager': (),
+                  'job server': ('job', 'artifact'), 'worker pool': ('pool',)}
 TASK_SLOTS = 2
 _READY_TIMEOUT_S = 180.0
 _JAR = f'beamcrawl-flink-job-server-{BEAM_RUNNER_VERSION}.jar'
@@ -64,10 +78,27 @@ def _port_open(port: int) -> bool:
         return s.connect_ex(('127.0.0.1', port)) == 0
 
 
+def _port_taken(port: int) -> bool:
+    """Whether a program answers on the port, or it cannot be bound (a listener on another
+    address of this host holds it)."""
+    if _port_open(port):
+        return True
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)   # TIME_WAIT does not count
+        try:
+            s.bind(('127.0.0.1', port))
+        except OSError:
+            return True
+    return False
+
+
 class LocalFlink:
     """The cache folder and the processes of one local cluster."""
 
-    def __init__(self, home: Optional[str] = None, python: str = sys.executable):
+    def __init__(self, home: Optional[str] = None, python: str = sys.executable,
+                 ports: Optional[Dict[str, int]] = None):
+        """`ports`: the ports (by PORTS name) a `start` of a stopped cluster binds; the others
+        default. While a cluster runs, its recorded ports are used instead."""
         self.home = os.path.abspath(home or default_home())
         self.python = python
         self.build_dir = os.path.join(self.home, 'job-server')
@@ -76,14 +107,33 @@ class LocalFlink:
         self.run_dir = os.path.join(self.home, 'run')
         self.tmp_dir = os.path.join(self.run_dir, 'tmp')
         self.downloads = os.path.join(self.home, 'downloads')
+        self.record = os.path.join(self.run_dir, 'cluster.json')
+        self.wanted_ports = {**DEFAULT_PORTS, **(ports or {})}
+        self.ports = self._recorded_ports() or dict(self.wanted_ports)
+
+    def _recorded_ports(self) -> Optional[Dict[str, int]]:
+        """The ports recorded by the `start` of a cluster of which something still runs."""
+        if not any(pid_alive(p) for pids in self.pids().values() for p in pids):
+            return None
+        try:
+            with open(self.record, encoding='utf-8') as f:
+                recorded = json.load(f)['ports']
+            return {name: int(recorded[name]) for name in PORTS}
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
 
     # -- the Beam options -------------------------------------------------------------------
-    @staticmethod
-    def options() -> List[str]:
-        """The Beam options that run a pipeline on this cluster."""
-        return ['--runner', 'PortableRunner', '--job_endpoint', f'localhost:{JOB_PORT}',
+    def options(self) -> List[str]:
+        """The Beam options that run a pipeline on this cluster. --flink_master names Flink's
+        REST address, where beamcrawl cancels jobs (runner.flink.rest otherwise)."""
+        return ['--runner', 'PortableRunner', '--job_endpoint', f'localhost:{self.ports["job"]}',
                 '--environment_type', 'EXTERNAL', '--environment_config',
-                f'localhost:{POOL_PORT}']
+                f'localhost:{self.ports["pool"]}', '--flink_master',
+                f'localhost:{self.ports["rest"]}']
+
+    def rest(self) -> str:
+        """Flink's REST address (host:port)."""
+        return f'localhost:{self.ports["rest"]}'
 
     # -- building -----------------------------------------------------------------------------
     def prepare(self) -> None:
@@ -183,11 +233,14 @@ class LocalFlink:
         return out
 
     def status(self) -> Dict[str, str]:
-        """name → 'running (pid N)' or 'stopped'."""
+        """name → 'running (pid N)[ on PORTS]' or 'stopped'."""
         out = {}
         for name, pids in self.pids().items():
             alive = [p for p in pids if pid_alive(p)]
-            out[name] = f'running (pid {", ".join(map(str, alive))})' if alive else 'stopped'
+            ports = ', '.join(f'{PORTS[p][1]} on localhost:{self.ports[p]}'
+                              for p in _PROCESS_PORTS[name])
+            out[name] = (f'running (pid {", ".join(map(str, alive))})' +
+                         (f': {ports}' if ports else '')) if alive else 'stopped'
         return out
 
     def running(self) -> bool:
@@ -198,41 +251,64 @@ class LocalFlink:
         self.prepare()
         os.makedirs(self.run_dir, exist_ok=True)
         status = self.status()
+        missing = [name for name, state in status.items() if not state.startswith('running')]
+        if len(missing) == len(status):
+            self.ports = self._checked(self.wanted_ports)
+        else:
+            self.ports = self._recorded_ports() or self.ports
+            if self.ports != self.wanted_ports:
+                log.info('flink: the cluster in %s runs on its recorded ports %s; `beamcrawl '
+                         'flink stop` first to change them', self.home, self.ports)
+        for name in missing:            # fail before starting anything
+            for port_name in _PROCESS_PORTS[name]:
+                _check_free(port_name, self.ports[port_name])
+        with open(self.record, 'w', encoding='utf-8') as f:
+            json.dump({'ports': self.ports}, f)
         env = self._env()
-        if not status['jobmanager'].startswith('running') or \
-                not status['taskmanager'].startswith('running'):
-            if not status['jobmanager'].startswith('running'):
-                for port in (REST_PORT, 6123):
-                    _check_free(port, 'Flink')
+        if 'jobmanager' in missing or 'taskmanager' in missing:
             log.info('flink: starting a JobManager and a TaskManager (%d slots, localhost)',
                      TASK_SLOTS)
             os.makedirs(self.tmp_dir, exist_ok=True)
             for script, name in (('jobmanager.sh', 'jobmanager'),
                                  ('taskmanager.sh', 'taskmanager')):
-                if status[name].startswith('running'):
+                if name not in missing:
                     continue
                 code = subprocess.call([os.path.join(self.flink_home, 'bin', script), 'start',
-                                        '-D', f'io.tmp.dirs={self.tmp_dir}'],
+                                        *self._flink_properties()],
                                        env=env, stdout=subprocess.DEVNULL,
                                        stderr=subprocess.DEVNULL, start_new_session=True)
                 if code != 0:
                     raise UserError(f'starting the Flink {name} failed; see '
                                     f'{os.path.join(self.flink_home, "log")}')
-        if not status['job server'].startswith('running'):
-            for port in (JOB_PORT, ARTIFACT_PORT):
-                _check_free(port, 'the Beam job server')
-            log.info('flink: starting the Beam job server on port %d', JOB_PORT)
+        if 'job server' in missing:
+            log.info('flink: starting the Beam job server on port %d', self.ports['job'])
             self._spawn('job server', 'jobserver', [
                 shutil.which('java') or 'java', '-jar', self.jar, '--job-host', 'localhost',
-                '--job-port', str(JOB_PORT), '--artifact-port', str(ARTIFACT_PORT),
-                '--expansion-port', '0', '--flink-master', f'localhost:{REST_PORT}'], env)
-        if not status['worker pool'].startswith('running'):
-            _check_free(POOL_PORT, 'the Beam worker pool')
-            log.info('flink: starting a Beam worker pool on port %d (%s)', POOL_PORT,
+                '--job-port', str(self.ports['job']),
+                '--artifact-port', str(self.ports['artifact']), '--expansion-port', '0',
+                '--flink-master', self.rest()], env)
+        if 'worker pool' in missing:
+            log.info('flink: starting a Beam worker pool on port %d (%s)', self.ports['pool'],
                      self.python)
             self._spawn('worker pool', 'workerpool', [
-                self.python, '-m', 'beamcrawl.transforms.workerpool', str(POOL_PORT)], env)
+                self.python, '-m', 'beamcrawl.transforms.workerpool',
+                str(self.ports['pool'])], env)
         self._wait_ready()
+
+    @staticmethod
+    def _checked(ports: Dict[str, int]) -> Dict[str, int]:
+        for name, port in ports.items():
+            if not 0 < port < 65536:
+                raise UserError(f'--{name}-port {port}: a port is a number from 1 to 65535')
+        if len(set(ports.values())) < len(ports):
+            raise UserError(f'the cluster\'s ports must differ: {ports}')
+        return dict(ports)
+
+    def _flink_properties(self) -> List[str]:
+        """Flink settings of this cluster, given to both of Flink's start scripts."""
+        return ['-D', f'io.tmp.dirs={self.tmp_dir}',
+                '-D', f'rest.port={self.ports["rest"]}',
+                '-D', f'jobmanager.rpc.port={self.ports["rpc"]}']
 
     def _env(self) -> Dict[str, str]:
         # The worker pool starts SDK workers as plain `python` from PATH: this environment's
@@ -253,8 +329,8 @@ class LocalFlink:
     def _wait_ready(self) -> None:
         deadline = time.time() + _READY_TIMEOUT_S
         checks = {'Flink REST API': self._flink_ready,
-                  'job server': lambda: _port_open(JOB_PORT),
-                  'worker pool': lambda: _port_open(POOL_PORT)}
+                  'job server': lambda: _port_open(self.ports['job']),
+                  'worker pool': lambda: _port_open(self.ports['pool'])}
         for what, ready in checks.items():
             while not ready():
                 dead = [n for n, s in self.status().items() if s == 'stopped']
@@ -266,11 +342,9 @@ class LocalFlink:
                                     f'{_READY_TIMEOUT_S:.0f} s; see the logs in {self.run_dir}')
                 time.sleep(0.5)
 
-    @staticmethod
-    def _flink_ready() -> bool:
+    def _flink_ready(self) -> bool:
         try:
-            with urllib.request.urlopen(f'http://localhost:{REST_PORT}/overview',
-                                        timeout=2) as resp:
+            with urllib.request.urlopen(f'http://{self.rest()}/overview', timeout=2) as resp:
                 overview = json.load(resp)
         except (OSError, ValueError, urllib.error.URLError):
             return False
@@ -287,6 +361,8 @@ class LocalFlink:
             for path in self._pid_paths(name):
                 os.remove(path)
         shutil.rmtree(self.tmp_dir, ignore_errors=True)
+        if os.path.exists(self.record):
+            os.remove(self.record)
         return stopped
 
 
@@ -311,9 +387,11 @@ def _terminate(pid: int, grace_s: float = 20.0) -> None:
             time.sleep(0.1)
 
 
-def _check_free(port: int, what: str) -> None:
-    if _port_open(port):
-        raise UserError(f'port {port} is in use by another program; {what} needs it')
+def _check_free(name: str, port: int) -> None:
+    if _port_taken(port):
+        raise UserError(f'port {port} ({PORTS[name][1]}) is in use by another program: choose '
+                        f'another with `beamcrawl flink start --{name}-port PORT` (or the '
+                        f'config key runner.flink.port.{name})')
 
 
 def _need_java() -> None:

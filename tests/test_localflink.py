@@ -1,0 +1,76 @@
+"""The local Flink cluster's settings, without running Flink: ports, where its home is found,
+and the one-line errors of `beamcrawl flink start`. (tests/test_flink.py runs the cluster.)"""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from beamcrawl.transforms.localflink import _JAR, FLINK_VERSION, LocalFlink
+from tests.conftest import ROOT
+
+needs_java = pytest.mark.skipif(shutil.which('java') is None, reason='needs java on PATH')
+
+
+def free_ports(count):
+    """Ports free at the time of the call (each held until all are chosen: all differ)."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind(('127.0.0.1', 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def prepared_home(path):
+    """A home in which `prepare` finds the job server and Flink built: empty stand-ins, enough
+    for what `start` checks before it starts anything."""
+    for stand_in in (os.path.join('job-server', 'target', _JAR),
+                     os.path.join(f'flink-{FLINK_VERSION}', 'bin', 'start-cluster.sh')):
+        os.makedirs(os.path.dirname(os.path.join(path, stand_in)), exist_ok=True)
+        open(os.path.join(path, stand_in), 'wb').close()
+    return str(path)
+
+
+def flink_cli(*args, cwd=ROOT, env=None):
+    return subprocess.run([sys.executable, '-m', 'beamcrawl.pipelines.cli', 'flink', *args],
+                          capture_output=True, text=True, cwd=cwd, env=env, timeout=120)
+
+
+def test_the_beam_options_name_the_chosen_ports(tmp_path):
+    flink = LocalFlink(str(tmp_path), ports={'job': 18099, 'pool': 15000, 'rest': 18081})
+    options = flink.options()
+    assert options[options.index('--job_endpoint') + 1] == 'localhost:18099'
+    assert options[options.index('--environment_config') + 1] == 'localhost:15000'
+    assert options[options.index('--flink_master') + 1] == 'localhost:18081'
+    assert flink.ports['rpc'] == 6123 and flink.ports['artifact'] == 8098   # the defaults
+
+
+@needs_java
+@pytest.mark.parametrize('name,how', [('rest', 'option'), ('job', 'option'), ('pool', 'config'),
+                                      ('rpc', 'config'), ('artifact', 'option')])
+def test_a_busy_port_gives_one_line_naming_it_and_the_option(tmp_path, name, how):
+    home = prepared_home(tmp_path / 'home')
+    ports = dict(zip(('rest', 'rpc', 'job', 'artifact', 'pool'), free_ports(5)))
+    with socket.socket() as busy:
+        busy.bind(('127.0.0.1', 0))
+        busy.listen()
+        ports[name] = busy.getsockname()[1]
+        choices = []
+        for other, port in ports.items():
+            choices += ([f'--{other}-port', str(port)] if how == 'option' or other != name
+                        else ['-D', f'runner.flink.port.{other}={port}'])
+        proc = flink_cli('start', '--home', home, *choices)
+    assert proc.returncode == 2, proc.stderr
+    line = proc.stderr.strip().splitlines()[-1]
+    assert line.startswith(f'beamcrawl flink: port {ports[name]} (')
+    assert line.endswith(f'is in use by another program: choose another with `beamcrawl flink '
+                         f'start --{name}-port PORT` (or the config key '
+                         f'runner.flink.port.{name})')
+    assert 'Traceback' not in proc.stderr
+    assert not [n for n in os.listdir(os.path.join(home, 'run')) if n.endswith('.pid')]
