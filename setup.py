@@ -33,7 +33,8 @@ setup(
     python_requires='>=3.11',
     packages=list(PACKAGES),
     package_dir=PACKAGES,
-    package_data={'beamcrawl.conf': ['*.yaml', '*.txt', '*.xml']},
+    package_data={'beamcrawl.conf': ['*.yaml', '*.txt', '*.xml', 'flink-job-server/pom.xml',
+                                      'flink-job-server/src/main/java/org/beamcrawl/flink/*.java']},
     install_requires=[
         'apache-beam==2.77.*',
         'fastavro>=1.9',

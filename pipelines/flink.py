@@ -6,9 +6,10 @@ beamcrawl flink stop     stop every process `start` started
 beamcrawl flink status   what runs
 beamcrawl flink demo     start, crawl the demo web 2 rounds on the cluster and on the local
                          runner with the same --now, compare the two, stop
-Options: --home DIR (default .flink, or BEAMCRAWL_FLINK_HOME); for `start` and `demo`, the
-ports the cluster binds: --rest-port (8081), --rpc-port (6123), --job-port (8099),
---artifact-port (8098), --pool-port (50000), or the config keys runner.flink.port.*.
+Options: --home DIR (default .flink, or BEAMCRAWL_FLINK_HOME); for `start` and `demo`, where
+the cluster listens: --bind ADDRESS (default localhost: loopback only), --rest-port (8081),
+--rpc-port (6123), --job-port (8099), --artifact-port (8098), --pool-port (50000), or the config
+keys runner.flink.bind and runner.flink.port.*.
 """
 
 import os
@@ -23,6 +24,9 @@ DEMO_NOW = '2026-11-22T00:00:00Z'
 def add_arguments(parser):
     parser.add_argument('action', choices=('start', 'stop', 'status', 'demo'))
     parser.add_argument('--home', metavar='DIR', help='cache folder (default .flink)')
+    parser.add_argument('--bind', metavar='ADDRESS',
+                        help='the address every process of the cluster listens on (default '
+                             'localhost: loopback only; or the config key runner.flink.bind)')
     from beamcrawl.transforms.localflink import PORTS
     for name, (default, what) in PORTS.items():
         parser.add_argument(f'--{name}-port', type=int, metavar='PORT',
@@ -37,7 +41,8 @@ def run(args, cfg, now, beam_args):
                   'artifact': cfg['runner.flink.port.artifact'],
                   'pool': cfg['runner.flink.port.pool']}
     ports = {name: getattr(args, f'{name}_port') or port for name, port in configured.items()}
-    flink = LocalFlink(args.home or default_home(), ports=ports)
+    flink = LocalFlink(args.home or default_home(), ports=ports,
+                       bind=args.bind or cfg['runner.flink.bind'])
     if args.action == 'start':
         flink.start()
         print(' '.join(flink.options()))

@@ -3,6 +3,7 @@ embedded `[local]` Flink of the job server. Marked `flink`; CI runs them (the fi
 job server and assembles Flink into .flink/, later runs reuse it)."""
 
 import glob
+import ipaddress
 import json
 import os
 import signal
@@ -122,6 +123,65 @@ def test_start_is_idempotent_and_status_says_what_runs(cluster):
         assert f'localhost:{port}' in status
     # the TaskManager works in the cluster's own folder (stop removes it), not in /tmp
     assert glob.glob(os.path.join(cluster.tmp_dir, 'tm_*'))
+
+
+def _descendants(pids):
+    """The processes and all their children (the worker pool's SDK workers)."""
+    children = {}
+    for entry in filter(str.isdigit, os.listdir('/proc')):
+        try:
+            with open(f'/proc/{entry}/stat', encoding='ascii') as f:
+                ppid = int(f.read().rsplit(') ', 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    found, todo = set(), list(pids)
+    while todo:
+        pid = todo.pop()
+        if pid not in found:
+            found.add(pid)
+            todo += children.get(pid, [])
+    return found
+
+
+def _decode(address_hex):
+    """An address of /proc/net/tcp{,6}: 32-bit words in host (little-endian) order."""
+    raw = bytes.fromhex(address_hex)
+    return ipaddress.ip_address(b''.join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4)))
+
+
+def listening_sockets(pids):
+    """(address, port) of every TCP socket the processes listen on."""
+    inodes = set()
+    for pid in pids:
+        try:
+            for fd in os.listdir(f'/proc/{pid}/fd'):
+                link = os.readlink(f'/proc/{pid}/fd/{fd}')
+                if link.startswith('socket:['):
+                    inodes.add(int(link[8:-1]))
+        except OSError:                  # a worker that ended meanwhile
+            continue
+    found = []
+    for table in ('/proc/net/tcp', '/proc/net/tcp6'):
+        with open(table, encoding='ascii') as f:
+            for line in f.readlines()[1:]:
+                fields = line.split()
+                if fields[3] == '0A' and int(fields[9]) in inodes:      # 0A: LISTEN
+                    address, port = fields[1].split(':')
+                    found.append((_decode(address), int(port, 16)))
+    return found
+
+
+def _loopback(address):
+    mapped = getattr(address, 'ipv4_mapped', None)          # ::ffff:127.0.0.1
+    return address.is_loopback or (mapped is not None and mapped.is_loopback)
+
+
+def test_everything_start_started_listens_on_loopback_only(cluster):
+    pids = _descendants([p for ps in cluster.pids().values() for p in ps if pid_alive(p)])
+    sockets = listening_sockets(pids)
+    assert set(cluster.ports.values()) <= {port for _, port in sockets}, sockets
+    assert [(str(a), port) for a, port in sockets if not _loopback(a)] == []
 
 
 def test_workers_without_beamcrawl_give_one_line(cluster, tmp_path):

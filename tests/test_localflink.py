@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from beamcrawl.transforms.localflink import _JAR, FLINK_VERSION, LocalFlink
+from beamcrawl.transforms.localflink import _JAR, FLINK_VERSION, LocalFlink, job_server_digest
 from tests.conftest import ROOT
 
 needs_java = pytest.mark.skipif(shutil.which('java') is None, reason='needs java on PATH')
@@ -34,6 +34,8 @@ def prepared_home(path):
                      os.path.join(f'flink-{FLINK_VERSION}', 'bin', 'start-cluster.sh')):
         os.makedirs(os.path.dirname(os.path.join(path, stand_in)), exist_ok=True)
         open(os.path.join(path, stand_in), 'wb').close()
+    with open(os.path.join(path, 'job-server', 'project.sha256'), 'w', encoding='ascii') as f:
+        f.write(job_server_digest())
     return str(path)
 
 

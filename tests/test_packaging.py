@@ -31,7 +31,7 @@ def test_wheel_installs_only_the_beamcrawl_name(tmp_path):
     for folder in ('pipelines', 'transforms', 'conf'):      # every module and conf file
         for directory, _, files in os.walk(os.path.join(ROOT, folder)):
             for name in files:
-                if name.endswith(('.py', '.yaml', '.txt', '.xml')):
+                if name.endswith(('.py', '.yaml', '.txt', '.xml', '.java')):
                     relative = os.path.relpath(os.path.join(directory, name), ROOT)
                     assert f'beamcrawl/{relative}' in names
     assert 'beamcrawl = beamcrawl.pipelines.cli:entry' in entry_points

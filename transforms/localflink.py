@@ -3,8 +3,10 @@
 
 Everything lives in one cache folder (default `.flink/`, or BEAMCRAWL_FLINK_HOME):
 
-  job-server/      a Maven project (conf/flink-job-server.pom.xml) whose shaded jar is Beam's
-                   Flink job server, built once from the runner library Maven Central serves
+  job-server/      a Maven project (conf/flink-job-server/) whose shaded jar is Beam's Flink
+                   job server, built once from the runner library Maven Central serves (again
+                   when conf/flink-job-server/ changes), with a main class of our own that
+                   makes it listen only on the address it is given
   flink-1.19.3/    Flink assembled once from two PyPI downloads, without installing PyFlink:
                    bin/ and conf/ from the apache-flink wheel, lib/ opt/ plugins/ and the
                    bin/ helper jar from the apache-flink-libraries sdist
@@ -12,19 +14,23 @@ Everything lives in one cache folder (default `.flink/`, or BEAMCRAWL_FLINK_HOME
                    io.tmp.dirs (the TaskManager's working folder keeps every job's jars, about
                    150 MB a job), removed by `stop`, so that no run leaves gigabytes in /tmp
 
-`start` runs a JobManager and a TaskManager (2 slots, bound to localhost), the job server and a
-Beam worker pool from this Python's environment, waits until all answer, and returns the Beam
-options that submit a pipeline to them. The ports it binds (PORTS) can be chosen; it records
-them in run/cluster.json, where `status`, `stop` and a later `start` find them while the
-cluster runs. `stop` stops exactly the processes whose pids `start` recorded. Both are
-idempotent.
+`start` runs a JobManager and a TaskManager (2 slots), the job server and a Beam worker pool
+from this Python's environment, waits until all answer, and returns the Beam options that
+submit a pipeline to them. All of them listen on one address, loopback (localhost) unless
+chosen otherwise: whoever reaches the job server or the worker pool can run code. The ports it
+binds (PORTS) can be chosen too; it records address and ports in run/cluster.json, where
+`status`, `stop` and a later `start` find them while the cluster runs. `stop` stops exactly
+the processes whose pids `start` recorded. Both are idempotent.
 
 Versions: Flink 1.19 because it is the newest Flink for which Maven Central serves Beam's runner
 library with all its dependencies (beam-runners-flink-1.19 at 2.62.0); the Python SDK stays at
 apache-beam 2.77, which talks to the 2.62 job server through the portable API.
 """
 
+import errno
 import glob
+import hashlib
+import ipaddress
 import json
 import logging
 import os
@@ -38,14 +44,14 @@ import time
 import urllib.error
 import urllib.request
 import zipfile
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from beamcrawl.transforms.config import bundled_conf_dir
 from beamcrawl.transforms.errors import UserError
 from beamcrawl.transforms.layout import process_alive as pid_alive
 
 __all__ = ['LocalFlink', 'FLINK_VERSION', 'BEAM_RUNNER_VERSION', 'PORTS', 'DEFAULT_PORTS',
-           'default_home', 'pid_alive']
+           'DEFAULT_BIND', 'default_home', 'job_server_digest', 'pid_alive']
 
 log = logging.getLogger('beamcrawl')
 
@@ -66,39 +72,79 @@ _PROCESS_PORTS = {'jobmanager': ('rest', 'rpc'), 'taskmanager': (),
 TASK_SLOTS = 2
 _READY_TIMEOUT_S = 180.0
 _JAR = f'beamcrawl-flink-job-server-{BEAM_RUNNER_VERSION}.jar'
+DEFAULT_BIND = 'localhost'
+_EVERY_INTERFACE = ('0.0.0.0', '::', '*')
 
 
 def default_home() -> str:
     return os.path.abspath(os.environ.get('BEAMCRAWL_FLINK_HOME', '.flink'))
 
 
-def _port_open(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.settimeout(1.0)
-        return s.connect_ex(('127.0.0.1', port)) == 0
+def _host_port(host: str, port: int) -> str:
+    return f'[{host}]:{port}' if ':' in host else f'{host}:{port}'
 
 
-def _port_taken(port: int) -> bool:
-    """Whether a program answers on the port, or it cannot be bound (a listener on another
-    address of this host holds it)."""
-    if _port_open(port):
-        return True
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)   # TIME_WAIT does not count
-        try:
-            s.bind(('127.0.0.1', port))
-        except OSError:
+def _port_open(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=1.0):
             return True
+    except OSError:
+        return False
+
+
+def _port_taken(bind: str, port: int) -> bool:
+    """Whether a program answers on the port, or it cannot be bound on `bind` (a listener on
+    another address of this host holds it)."""
+    if _port_open(_connect_host(bind), port):
+        return True
+    try:
+        addresses = socket.getaddrinfo(None if bind in _EVERY_INTERFACE else bind, port,
+                                       type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except OSError:
+        raise UserError(f'--bind {bind}: not an address of this machine') from None
+    for family, kind, proto, _, address in addresses:
+        with socket.socket(family, kind, proto) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)   # TIME_WAIT does not count
+            try:
+                s.bind(address)
+            except OSError as e:
+                if e.errno == errno.EADDRINUSE:
+                    return True
+                raise UserError(f'--bind {bind}: cannot listen there ({e.strerror})') from None
     return False
+
+
+def _connect_host(bind: str) -> str:
+    """Where clients on this machine reach a process listening on `bind`."""
+    return 'localhost' if bind in _EVERY_INTERFACE else bind
+
+
+def _job_server_project() -> str:
+    return os.path.join(bundled_conf_dir(), 'flink-job-server')
+
+
+def job_server_digest() -> str:
+    """A digest of the job server's Maven project: a jar built from another one is rebuilt."""
+    digest = hashlib.sha256()
+    root = _job_server_project()
+    for folder, dirs, files in sorted(os.walk(root)):
+        dirs.sort()
+        for name in sorted(files):
+            path = os.path.join(folder, name)
+            digest.update(os.path.relpath(path, root).encode('utf-8') + b'\0')
+            with open(path, 'rb') as f:
+                digest.update(f.read() + b'\0')
+    return digest.hexdigest()
 
 
 class LocalFlink:
     """The cache folder and the processes of one local cluster."""
 
     def __init__(self, home: Optional[str] = None, python: str = sys.executable,
-                 ports: Optional[Dict[str, int]] = None):
-        """`ports`: the ports (by PORTS name) a `start` of a stopped cluster binds; the others
-        default. While a cluster runs, its recorded ports are used instead."""
+                 ports: Optional[Dict[str, int]] = None, bind: Optional[str] = None):
+        """`ports` (by PORTS name; the others default) and `bind` (the address every process
+        listens on) are what a `start` of a stopped cluster uses. While a cluster runs, its
+        recorded ones are used instead."""
         self.home = os.path.abspath(home or default_home())
         self.python = python
         self.build_dir = os.path.join(self.home, 'job-server')
@@ -108,38 +154,53 @@ class LocalFlink:
         self.tmp_dir = os.path.join(self.run_dir, 'tmp')
         self.downloads = os.path.join(self.home, 'downloads')
         self.record = os.path.join(self.run_dir, 'cluster.json')
-        self.wanted_ports = {**DEFAULT_PORTS, **(ports or {})}
-        self.ports = self._recorded_ports() or dict(self.wanted_ports)
+        self.digest = os.path.join(self.build_dir, 'project.sha256')
+        self.wanted = ({**DEFAULT_PORTS, **(ports or {})}, bind or DEFAULT_BIND)
+        self.ports, self.bind = self._recorded() or self.wanted
 
-    def _recorded_ports(self) -> Optional[Dict[str, int]]:
-        """The ports recorded by the `start` of a cluster of which something still runs."""
+    def _recorded(self) -> Optional[Tuple[Dict[str, int], str]]:
+        """The ports and address recorded by the `start` of a cluster of which something still
+        runs."""
         if not any(pid_alive(p) for pids in self.pids().values() for p in pids):
             return None
         try:
             with open(self.record, encoding='utf-8') as f:
-                recorded = json.load(f)['ports']
-            return {name: int(recorded[name]) for name in PORTS}
+                recorded = json.load(f)
+            return {name: int(recorded['ports'][name]) for name in PORTS}, recorded['bind']
         except (OSError, ValueError, KeyError, TypeError):
             return None
+
+    def _address(self, port_name: str) -> str:
+        """host:port where clients on this machine reach one of the cluster's ports."""
+        return _host_port(_connect_host(self.bind), self.ports[port_name])
 
     # -- the Beam options -------------------------------------------------------------------
     def options(self) -> List[str]:
         """The Beam options that run a pipeline on this cluster. --flink_master names Flink's
         REST address, where beamcrawl cancels jobs (runner.flink.rest otherwise)."""
-        return ['--runner', 'PortableRunner', '--job_endpoint', f'localhost:{self.ports["job"]}',
+        return ['--runner', 'PortableRunner', '--job_endpoint', self._address('job'),
                 '--environment_type', 'EXTERNAL', '--environment_config',
-                f'localhost:{self.ports["pool"]}', '--flink_master',
-                f'localhost:{self.ports["rest"]}']
+                self._address('pool'), '--flink_master', self.rest()]
 
     def rest(self) -> str:
         """Flink's REST address (host:port)."""
-        return f'localhost:{self.ports["rest"]}'
+        return self._address('rest')
+
+    def listening(self) -> str:
+        """What listens where, in one line."""
+        ports = ', '.join(f'{what} {_host_port(self.bind, self.ports[name])}'
+                          for name, (_, what) in PORTS.items())
+        return (f'{ports}; Flink\'s other ports at random on {self.bind}' +
+                ('' if _is_loopback(self.bind) else
+                 ' (not loopback only: whoever reaches the job server or the worker pool can '
+                 'run code on this machine)'))
 
     # -- building -----------------------------------------------------------------------------
     def prepare(self) -> None:
-        """Builds the job server and assembles Flink, each once."""
+        """Builds the job server and assembles Flink, each once (the job server again when its
+        Maven project changed)."""
         _need_java()
-        if not os.path.isfile(self.jar):
+        if not os.path.isfile(self.jar) or _read(self.digest) != job_server_digest():
             self._build_job_server()
         if not os.path.isfile(os.path.join(self.flink_home, 'bin', 'start-cluster.sh')):
             self._assemble_flink()
@@ -150,8 +211,11 @@ class LocalFlink:
             raise UserError('Maven is needed once to build the Beam job server: `mvn` is not on '
                             'PATH (Debian: apt-get install maven)')
         os.makedirs(self.build_dir, exist_ok=True)
-        shutil.copy(os.path.join(bundled_conf_dir(), 'flink-job-server.pom.xml'),
-                    os.path.join(self.build_dir, 'pom.xml'))
+        for old in (self.jar, self.digest):
+            if os.path.exists(old):
+                os.remove(old)
+        shutil.rmtree(os.path.join(self.build_dir, 'src'), ignore_errors=True)
+        shutil.copytree(_job_server_project(), self.build_dir, dirs_exist_ok=True)
         build_log = os.path.join(self.build_dir, 'build.log')
         log.info('flink: building the Beam %s job server for Flink 1.19 with Maven (once; '
                  'about 190 MB of downloads, log in %s)', BEAM_RUNNER_VERSION, build_log)
@@ -161,6 +225,8 @@ class LocalFlink:
         if code != 0 or not os.path.isfile(self.jar):
             raise UserError(f'building the Beam job server with Maven failed (exit {code}); '
                             f'see {build_log}')
+        with open(self.digest, 'w', encoding='ascii') as f:
+            f.write(job_server_digest())
 
     def _assemble_flink(self) -> None:
         os.makedirs(self.downloads, exist_ok=True)
@@ -237,7 +303,7 @@ class LocalFlink:
         out = {}
         for name, pids in self.pids().items():
             alive = [p for p in pids if pid_alive(p)]
-            ports = ', '.join(f'{PORTS[p][1]} on localhost:{self.ports[p]}'
+            ports = ', '.join(f'{PORTS[p][1]} on {_host_port(self.bind, self.ports[p])}'
                               for p in _PROCESS_PORTS[name])
             out[name] = (f'running (pid {", ".join(map(str, alive))})' +
                          (f': {ports}' if ports else '')) if alive else 'stopped'
@@ -253,21 +319,20 @@ class LocalFlink:
         status = self.status()
         missing = [name for name, state in status.items() if not state.startswith('running')]
         if len(missing) == len(status):
-            self.ports = self._checked(self.wanted_ports)
+            self.ports, self.bind = self._checked(*self.wanted)
         else:
-            self.ports = self._recorded_ports() or self.ports
-            if self.ports != self.wanted_ports:
-                log.info('flink: the cluster in %s runs on its recorded ports %s; `beamcrawl '
-                         'flink stop` first to change them', self.home, self.ports)
+            self.ports, self.bind = self._recorded() or (self.ports, self.bind)
+            if (self.ports, self.bind) != self.wanted:
+                log.info('flink: the cluster in %s runs with its recorded ports and address; '
+                         '`beamcrawl flink stop` first to change them', self.home)
         for name in missing:            # fail before starting anything
             for port_name in _PROCESS_PORTS[name]:
-                _check_free(port_name, self.ports[port_name])
+                _check_free(port_name, self.ports[port_name], self.bind)
         with open(self.record, 'w', encoding='utf-8') as f:
-            json.dump({'ports': self.ports}, f)
+            json.dump({'ports': self.ports, 'bind': self.bind}, f)
         env = self._env()
         if 'jobmanager' in missing or 'taskmanager' in missing:
-            log.info('flink: starting a JobManager and a TaskManager (%d slots, localhost)',
-                     TASK_SLOTS)
+            log.info('flink: starting a JobManager and a TaskManager (%d slots)', TASK_SLOTS)
             os.makedirs(self.tmp_dir, exist_ok=True)
             for script, name in (('jobmanager.sh', 'jobmanager'),
                                  ('taskmanager.sh', 'taskmanager')):
@@ -283,7 +348,7 @@ class LocalFlink:
         if 'job server' in missing:
             log.info('flink: starting the Beam job server on port %d', self.ports['job'])
             self._spawn('job server', 'jobserver', [
-                shutil.which('java') or 'java', '-jar', self.jar, '--job-host', 'localhost',
+                shutil.which('java') or 'java', '-jar', self.jar, '--job-host', self.bind,
                 '--job-port', str(self.ports['job']),
                 '--artifact-port', str(self.ports['artifact']), '--expansion-port', '0',
                 '--flink-master', self.rest()], env)
@@ -292,23 +357,33 @@ class LocalFlink:
                      self.python)
             self._spawn('worker pool', 'workerpool', [
                 self.python, '-m', 'beamcrawl.transforms.workerpool',
-                str(self.ports['pool'])], env)
+                str(self.ports['pool']), self.bind], env)
         self._wait_ready()
+        log.info('flink: listening on %s', self.listening())
 
     @staticmethod
-    def _checked(ports: Dict[str, int]) -> Dict[str, int]:
+    def _checked(ports: Dict[str, int], bind: str) -> Tuple[Dict[str, int], str]:
         for name, port in ports.items():
             if not 0 < port < 65536:
                 raise UserError(f'--{name}-port {port}: a port is a number from 1 to 65535')
         if len(set(ports.values())) < len(ports):
             raise UserError(f'the cluster\'s ports must differ: {ports}')
-        return dict(ports)
+        if not bind or any(c.isspace() for c in bind):
+            raise UserError(f'--bind {bind!r}: expected a host name or an IP address')
+        return dict(ports), bind
 
     def _flink_properties(self) -> List[str]:
-        """Flink settings of this cluster, given to both of Flink's start scripts."""
+        """Flink settings of this cluster, given to both of Flink's start scripts: every
+        Flink port is bound on self.bind (the JobManager's blob server and the TaskManager's
+        RPC and data ports included), and advertised where this machine reaches it."""
+        here = _connect_host(self.bind)
         return ['-D', f'io.tmp.dirs={self.tmp_dir}',
                 '-D', f'rest.port={self.ports["rest"]}',
-                '-D', f'jobmanager.rpc.port={self.ports["rpc"]}']
+                '-D', f'rest.bind-address={self.bind}', '-D', f'rest.address={here}',
+                '-D', f'jobmanager.rpc.port={self.ports["rpc"]}',
+                '-D', f'jobmanager.bind-host={self.bind}',
+                '-D', f'jobmanager.rpc.address={here}',
+                '-D', f'taskmanager.bind-host={self.bind}', '-D', f'taskmanager.host={here}']
 
     def _env(self) -> Dict[str, str]:
         # The worker pool starts SDK workers as plain `python` from PATH: this environment's
@@ -328,9 +403,10 @@ class LocalFlink:
 
     def _wait_ready(self) -> None:
         deadline = time.time() + _READY_TIMEOUT_S
+        here = _connect_host(self.bind)
         checks = {'Flink REST API': self._flink_ready,
-                  'job server': lambda: _port_open(self.ports['job']),
-                  'worker pool': lambda: _port_open(self.ports['pool'])}
+                  'job server': lambda: _port_open(here, self.ports['job']),
+                  'worker pool': lambda: _port_open(here, self.ports['pool'])}
         for what, ready in checks.items():
             while not ready():
                 dead = [n for n, s in self.status().items() if s == 'stopped']
@@ -387,11 +463,27 @@ def _terminate(pid: int, grace_s: float = 20.0) -> None:
             time.sleep(0.1)
 
 
-def _check_free(name: str, port: int) -> None:
-    if _port_taken(port):
+def _check_free(name: str, port: int, bind: str) -> None:
+    if _port_taken(bind, port):
         raise UserError(f'port {port} ({PORTS[name][1]}) is in use by another program: choose '
                         f'another with `beamcrawl flink start --{name}-port PORT` (or the '
                         f'config key runner.flink.port.{name})')
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        addresses = {a[4][0] for a in socket.getaddrinfo(host, None)}
+    except OSError:
+        return False
+    return all(ipaddress.ip_address(a.split('%')[0]).is_loopback for a in addresses)
+
+
+def _read(path: str) -> Optional[str]:
+    try:
+        with open(path, encoding='ascii') as f:
+            return f.read().strip()
+    except OSError:
+        return None
 
 
 def _need_java() -> None:
