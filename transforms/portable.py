@@ -4,6 +4,9 @@
   five pipelines a round. beamcrawl starts one job server (quietly, its log in a temporary file)
   the first time a process needs it, submits every later pipeline to it through PortableRunner,
   and stops it when the process exits.
+* A --job_endpoint where no job server answers made Beam wait five minutes and then fail in
+  a way that blamed the workers. Before anything else, beamcrawl checks that a gRPC server
+  answers there within seconds, and names the endpoint in one line if none does.
 * With `--environment_type EXTERNAL` (a worker pool), a pool whose Python cannot import
   apache_beam or beamcrawl makes every job wait forever or fail deep inside Flink. Before the
   first real pipeline, beamcrawl runs a one-element probe job and turns what goes wrong into one
@@ -25,11 +28,12 @@ import urllib.request
 from typing import Dict, List, Optional, Tuple
 
 import apache_beam as beam
+import grpc
 from apache_beam.options import pipeline_options as po
 
 from beamcrawl.transforms.errors import UserError
 
-__all__ = ['prepare_options', 'probe_workers', 'cancel_job', 'flink_rest']
+__all__ = ['prepare_options', 'check_job_endpoint', 'probe_workers', 'cancel_job', 'flink_rest']
 
 log = logging.getLogger('beamcrawl')
 
@@ -37,6 +41,10 @@ _MAGIC_MASTERS = ('[local]', '[auto]', '[collection]')
 _lock = threading.Lock()
 _job_servers: Dict[Tuple[str, str], Tuple[subprocess.Popen, str]] = {}
 _probed = set()
+_answered = set()
+# How long a job endpoint may take to answer. A job server on this machine answers in
+# milliseconds, one across a network in well under a second.
+_ENDPOINT_TIMEOUT_S = 10.0
 
 
 def prepare_options(options: po.PipelineOptions) -> po.PipelineOptions:
@@ -191,6 +199,39 @@ def flink_rest(beam_args, default: str) -> Optional[str]:
     if given and master and not master.startswith('['):
         return master.split('://', 1)[-1].rstrip('/')
     return default
+
+
+def check_job_endpoint(options: po.PipelineOptions) -> None:
+    """With a portable runner, checks once per process that a gRPC server answers at
+    --job_endpoint; raises UserError naming the endpoint otherwise."""
+    runner = str(options.view_as(po.StandardOptions).runner or '').split('.')[-1]
+    endpoint = options.view_as(po.PortableOptions).job_endpoint
+    if runner != 'PortableRunner' or not endpoint or endpoint == 'embed' or \
+            endpoint in _answered:
+        return
+    host, _, port = endpoint.rpartition(':')
+    if not host or not port.isdigit():
+        raise UserError(f'--job_endpoint {endpoint}: expected HOST:PORT')
+    hint = ('is the job server running? (`beamcrawl flink start` starts the local cluster and '
+            'prints its options)')
+    try:            # a refused connection is told at once (gRPC would retry until the bound)
+        with socket.create_connection((host.strip('[]'), int(port)),
+                                      timeout=_ENDPOINT_TIMEOUT_S):
+            pass
+    except OSError as e:
+        reason = e.strerror or str(e) or type(e).__name__
+        raise UserError(f'the job endpoint {endpoint} does not answer ({reason}): '
+                        f'{hint}') from None
+    channel = grpc.insecure_channel(endpoint)
+    try:
+        grpc.channel_ready_future(channel).result(timeout=_ENDPOINT_TIMEOUT_S)
+    except grpc.FutureTimeoutError:
+        raise UserError(f'the job endpoint {endpoint} does not answer as a gRPC server within '
+                        f'{_ENDPOINT_TIMEOUT_S:.0f} s (another program holds the port?): '
+                        f'{hint}') from None
+    finally:
+        channel.close()
+    _answered.add(endpoint)
 
 
 def _probe(_):

@@ -194,6 +194,7 @@ def make_pipeline(beam_args: Sequence[str], cfg, records: int = 0) -> beam.Pipel
         return beam.Pipeline(runner=FnApiRunner(default_environment=environment),
                              options=options)
     options = portable.prepare_options(options)
+    portable.check_job_endpoint(options)        # before anything waits on a job or workers
     portable.probe_workers(options, cfg['runner.probe.timeout'],
                            portable.flink_rest(beam_args, cfg['runner.flink.rest']))
     return beam.Pipeline(options=options)
