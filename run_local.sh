@@ -46,7 +46,7 @@ bc="$venv/bin/beamcrawl"
 if [ "${1:-}" = "--flink" ]; then
   shift
   [ $# -ge 1 ] || { echo "usage: ./run_local.sh --flink start|stop|status|demo" >&2; exit 2; }
-  exec "$bc" flink "$@" --home "${BEAMCRAWL_FLINK_HOME:-$PWD/.flink}"
+  exec "$bc" flink "$@"    # the home: BEAMCRAWL_FLINK_HOME, the last start's, or ./.flink
 fi
 
 if [ $# -ge 1 ]; then

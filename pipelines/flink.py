@@ -6,7 +6,8 @@ beamcrawl flink stop     stop every process `start` started
 beamcrawl flink status   what runs
 beamcrawl flink demo     start, crawl the demo web 2 rounds on the cluster and on the local
                          runner with the same --now, compare the two, stop
-Options: --home DIR (default .flink, or BEAMCRAWL_FLINK_HOME); for `start` and `demo`, where
+Options: --home DIR (default: BEAMCRAWL_FLINK_HOME, else the home the last `start` used,
+else .flink beside the source tree; the same from any directory); for `start` and `demo`, where
 the cluster listens: --bind ADDRESS (default localhost: loopback only), --rest-port (8081),
 --rpc-port (6123), --job-port (8099), --artifact-port (8098), --pool-port (50000), or the config
 keys runner.flink.bind and runner.flink.port.*.
@@ -23,7 +24,9 @@ DEMO_NOW = '2026-11-22T00:00:00Z'
 
 def add_arguments(parser):
     parser.add_argument('action', choices=('start', 'stop', 'status', 'demo'))
-    parser.add_argument('--home', metavar='DIR', help='cache folder (default .flink)')
+    parser.add_argument('--home', metavar='DIR',
+                        help='cache folder (default: BEAMCRAWL_FLINK_HOME, else the one the last '
+                             'start used, else .flink beside the source tree)')
     parser.add_argument('--bind', metavar='ADDRESS',
                         help='the address every process of the cluster listens on (default '
                              'localhost: loopback only; or the config key runner.flink.bind)')

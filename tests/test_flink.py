@@ -31,6 +31,27 @@ DELAY = 0.4
 HOSTS = ('f1.test', 'f2.test', 'f3.test')
 
 
+@pytest.fixture(scope='module', autouse=True)
+def own_state(tmp_path_factory):
+    """`start` records its home in the user's state folder: these tests use one of their own."""
+    saved = os.environ.get('XDG_STATE_HOME')
+    os.environ['XDG_STATE_HOME'] = str(tmp_path_factory.mktemp('state'))
+    yield os.environ['XDG_STATE_HOME']
+    if saved is None:
+        del os.environ['XDG_STATE_HOME']
+    else:
+        os.environ['XDG_STATE_HOME'] = saved
+
+
+def _elsewhere(tmp_path_factory, *args):
+    """`beamcrawl flink ARGS` run from another directory, without --home or
+    BEAMCRAWL_FLINK_HOME: the home must be found all the same."""
+    env = {k: v for k, v in os.environ.items() if k != 'BEAMCRAWL_FLINK_HOME'}
+    return subprocess.run([sys.executable, '-m', 'beamcrawl.pipelines.cli', 'flink', *args],
+                          capture_output=True, text=True, env=env, timeout=300,
+                          cwd=str(tmp_path_factory.mktemp('elsewhere')))
+
+
 @pytest.fixture(scope='module')
 def built():
     flink = LocalFlink(os.path.join(ROOT, '.flink'))
@@ -39,14 +60,16 @@ def built():
 
 
 @pytest.fixture(scope='module')
-def cluster(built):
+def cluster(built, tmp_path_factory):
     # Ports other than the defaults: the tests must not meet (or stop) a cluster of the user's.
     flink = LocalFlink(built.home, ports=dict(zip(('rest', 'rpc', 'job', 'artifact', 'pool'),
                                                   free_ports(5))))
     flink.start()
     yield flink
     pids = [p for ps in flink.pids().values() for p in ps]
-    flink.stop()
+    proc = _elsewhere(tmp_path_factory, 'stop')
+    flink.stop()                        # whatever that left (nothing, if it found the cluster)
+    assert proc.stdout.startswith('stopped: jobmanager'), proc.stdout + proc.stderr
     assert not [p for p in pids if pid_alive(p)], 'stop left processes behind'
     assert not os.path.exists(flink.tmp_dir), 'stop left the jobs\' files behind'
 
@@ -182,6 +205,14 @@ def test_everything_start_started_listens_on_loopback_only(cluster):
     sockets = listening_sockets(pids)
     assert set(cluster.ports.values()) <= {port for _, port in sockets}, sockets
     assert [(str(a), port) for a, port in sockets if not _loopback(a)] == []
+
+
+def test_status_from_another_directory_finds_the_running_cluster(cluster, tmp_path_factory):
+    proc = _elsewhere(tmp_path_factory, 'status')
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for name in ('jobmanager', 'taskmanager', 'job server', 'worker pool'):
+        assert f'{name}: running' in proc.stdout
+    assert f'localhost:{cluster.ports["rest"]}' in proc.stdout     # and its ports
 
 
 def test_workers_without_beamcrawl_give_one_line(cluster, tmp_path):

@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from beamcrawl.transforms.localflink import _JAR, FLINK_VERSION, LocalFlink, job_server_digest
+from beamcrawl.transforms.localflink import (_JAR, FLINK_VERSION, LocalFlink, default_home,
+                                             job_server_digest, remember_home)
 from tests.conftest import ROOT
 
 needs_java = pytest.mark.skipif(shutil.which('java') is None, reason='needs java on PATH')
@@ -44,6 +45,14 @@ def flink_cli(*args, cwd=ROOT, env=None):
                           capture_output=True, text=True, cwd=cwd, env=env, timeout=120)
 
 
+@pytest.fixture
+def state(tmp_path, monkeypatch):
+    """A per-user state folder of the test's own, and no BEAMCRAWL_FLINK_HOME."""
+    monkeypatch.setenv('XDG_STATE_HOME', str(tmp_path / 'state'))
+    monkeypatch.delenv('BEAMCRAWL_FLINK_HOME', raising=False)
+    return tmp_path / 'state'
+
+
 def test_the_beam_options_name_the_chosen_ports(tmp_path):
     flink = LocalFlink(str(tmp_path), ports={'job': 18099, 'pool': 15000, 'rest': 18081})
     options = flink.options()
@@ -56,7 +65,7 @@ def test_the_beam_options_name_the_chosen_ports(tmp_path):
 @needs_java
 @pytest.mark.parametrize('name,how', [('rest', 'option'), ('job', 'option'), ('pool', 'config'),
                                       ('rpc', 'config'), ('artifact', 'option')])
-def test_a_busy_port_gives_one_line_naming_it_and_the_option(tmp_path, name, how):
+def test_a_busy_port_gives_one_line_naming_it_and_the_option(state, tmp_path, name, how):
     home = prepared_home(tmp_path / 'home')
     ports = dict(zip(('rest', 'rpc', 'job', 'artifact', 'pool'), free_ports(5)))
     with socket.socket() as busy:
@@ -76,3 +85,29 @@ def test_a_busy_port_gives_one_line_naming_it_and_the_option(tmp_path, name, how
                          f'runner.flink.port.{name})')
     assert 'Traceback' not in proc.stderr
     assert not [n for n in os.listdir(os.path.join(home, 'run')) if n.endswith('.pid')]
+
+
+def test_the_default_home_is_beside_the_source_tree_not_the_working_directory(state,
+                                                                              monkeypatch,
+                                                                              tmp_path):
+    monkeypatch.chdir(tmp_path)
+    assert default_home() == os.path.join(ROOT, '.flink')
+    monkeypatch.setenv('BEAMCRAWL_FLINK_HOME', 'relative/home')
+    assert default_home() == str(tmp_path / 'relative' / 'home')
+
+
+def test_status_from_another_directory_finds_the_home_start_used(state, tmp_path):
+    home = prepared_home(tmp_path / 'home')
+    remember_home(home)                       # what `start` does before it starts anything
+    os.makedirs(os.path.join(home, 'run'))
+    with open(os.path.join(home, 'run', 'workerpool.pid'), 'w', encoding='ascii') as f:
+        f.write(f'{os.getpid()}\n')           # a live process stands in for the worker pool
+    elsewhere = tmp_path / 'elsewhere'
+    elsewhere.mkdir()
+    env = dict(os.environ, XDG_STATE_HOME=str(state))
+    proc = flink_cli('status', cwd=str(elsewhere), env=env)
+    assert f'worker pool: running (pid {os.getpid()})' in proc.stdout, proc.stdout + proc.stderr
+    assert 'jobmanager: stopped' in proc.stdout
+    # BEAMCRAWL_FLINK_HOME wins over the recorded home
+    env['BEAMCRAWL_FLINK_HOME'] = str(tmp_path / 'other')
+    assert 'worker pool: stopped' in flink_cli('status', cwd=str(elsewhere), env=env).stdout

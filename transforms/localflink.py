@@ -1,7 +1,9 @@
 """A local Flink cluster for beamcrawl: `beamcrawl flink start|stop|status` (./run_local.sh
 --flink ...).
 
-Everything lives in one cache folder (default `.flink/`, or BEAMCRAWL_FLINK_HOME):
+Everything lives in one cache folder, the home (`--home DIR`; else BEAMCRAWL_FLINK_HOME; else
+the home the last `start` used, recorded per user, so that `status` and `stop` find a running
+cluster from any directory; else `.flink/` beside the source tree):
 
   job-server/      a Maven project (conf/flink-job-server/) whose shaded jar is Beam's Flink
                    job server, built once from the runner library Maven Central serves (again
@@ -51,7 +53,7 @@ from beamcrawl.transforms.errors import UserError
 from beamcrawl.transforms.layout import process_alive as pid_alive
 
 __all__ = ['LocalFlink', 'FLINK_VERSION', 'BEAM_RUNNER_VERSION', 'PORTS', 'DEFAULT_PORTS',
-           'DEFAULT_BIND', 'default_home', 'job_server_digest', 'pid_alive']
+           'DEFAULT_BIND', 'default_home', 'remember_home', 'job_server_digest', 'pid_alive']
 
 log = logging.getLogger('beamcrawl')
 
@@ -77,7 +79,45 @@ _EVERY_INTERFACE = ('0.0.0.0', '::', '*')
 
 
 def default_home() -> str:
-    return os.path.abspath(os.environ.get('BEAMCRAWL_FLINK_HOME', '.flink'))
+    """BEAMCRAWL_FLINK_HOME; else the home the last `start` used; else .flink beside the source
+    tree. Never relative to the working directory: `status` run from elsewhere said "stopped"
+    of a running cluster."""
+    if os.environ.get('BEAMCRAWL_FLINK_HOME'):
+        return os.path.abspath(os.environ['BEAMCRAWL_FLINK_HOME'])
+    recorded = _read(_state_file())
+    if recorded and os.path.isdir(recorded):
+        return recorded
+    return _source_home()
+
+
+def remember_home(home: str) -> None:
+    """Records `home` as the one the next `default_home()` finds (best effort: a read-only
+    home directory only loses the convenience)."""
+    path = _state_file()
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path + '.partial', 'w', encoding='utf-8') as f:
+            f.write(os.path.abspath(home) + '\n')
+        os.replace(path + '.partial', path)
+    except OSError as e:
+        log.debug('flink: cannot record the home in %s: %s', path, e)
+
+
+def _state_file() -> str:
+    """The per-user file that names the home of the last `start`."""
+    state = os.environ.get('XDG_STATE_HOME') or os.path.join(os.path.expanduser('~'), '.local',
+                                                              'state')
+    return os.path.join(state, 'beamcrawl', 'flink-home')
+
+
+def _source_home() -> str:
+    """.flink beside the source tree of a checkout (where run_local.sh has always kept it); the
+    user's cache folder for an installed copy (site-packages is no place for 400 MB)."""
+    tree = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if os.path.isfile(os.path.join(tree, 'setup.py')):
+        return os.path.join(tree, '.flink')
+    cache = os.environ.get('XDG_CACHE_HOME') or os.path.join(os.path.expanduser('~'), '.cache')
+    return os.path.join(cache, 'beamcrawl', 'flink')
 
 
 def _host_port(host: str, port: int) -> str:
@@ -330,6 +370,7 @@ class LocalFlink:
                 _check_free(port_name, self.ports[port_name], self.bind)
         with open(self.record, 'w', encoding='utf-8') as f:
             json.dump({'ports': self.ports, 'bind': self.bind}, f)
+        remember_home(self.home)
         env = self._env()
         if 'jobmanager' in missing or 'taskmanager' in missing:
             log.info('flink: starting a JobManager and a TaskManager (%d slots)', TASK_SLOTS)
