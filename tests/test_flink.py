@@ -255,6 +255,39 @@ def _running_jobs(cluster):
     return [job for job in jobs if job['state'] not in ('FINISHED', 'CANCELED', 'FAILED')]
 
 
+def _job_folders(cluster):
+    """The TaskManager's folders of jobs' files (each holds the job server's jar, 150 MB)."""
+    return glob.glob(os.path.join(cluster.tmp_dir, 'tm_*', 'blobStorage', 'job_*'))
+
+
+def _size(folder):
+    total = 0
+    for directory, _, files in os.walk(folder):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(directory, name)).st_size
+            except OSError:                 # removed meanwhile by Flink's cleanup
+                pass
+    return total
+
+
+@pytest.mark.timeout(900)
+def test_the_cluster_folder_does_not_grow_with_every_stage(cluster, tmp_path):
+    seeds = write_seeds(tmp_path / 'seeds.txt', [f'http://d{i}.test/p' for i in range(20)])
+    sizes = []
+    for i in range(4):
+        # two Flink jobs: the worker probe and the inject stage
+        run_cli('inject', str(tmp_path / f'crawl{i}'), seeds, '--now', NOW, *cluster.options(),
+                timeout=600)
+        # Finished jobs' files go when the TaskManager's blob cache cleans up (a few seconds
+        # after the job; an hour with Flink's default settings): await it by observation.
+        while _job_folders(cluster):
+            time.sleep(0.2)
+        sizes.append(_size(cluster.run_dir))
+    # what stays is Flink's own (logs, RPC jars): far less than one job's jar
+    assert max(sizes) - min(sizes) < 50_000_000, sizes
+
+
 def _statuses(crawl):
     segment = sorted(glob.glob(os.path.join(crawl, 'segments', '*')))[-1]
     records = read_parts(glob.glob(os.path.join(segment, 'crawl_fetch', 'part-*')))

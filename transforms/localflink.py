@@ -13,8 +13,9 @@ cluster from any directory; else `.flink/` beside the source tree):
                    bin/ and conf/ from the apache-flink wheel, lib/ opt/ plugins/ and the
                    bin/ helper jar from the apache-flink-libraries sdist
   run/             pid files and logs of the processes `start` started; run/tmp/ is Flink's
-                   io.tmp.dirs (the TaskManager's working folder keeps every job's jars, about
-                   150 MB a job), removed by `stop`, so that no run leaves gigabytes in /tmp
+                   io.tmp.dirs (the TaskManager keeps each job's jars there, about 150 MB a
+                   job, until a few seconds after the job: BLOB_CLEANUP_S), removed by
+                   `stop`, so that no run leaves files in /tmp
 
 `start` runs a JobManager and a TaskManager (2 slots), the job server and a Beam worker pool
 from this Python's environment, waits until all answer, and returns the Beam options that
@@ -72,6 +73,13 @@ DEFAULT_PORTS = {name: port for name, (port, _) in PORTS.items()}
 _PROCESS_PORTS = {'jobmanager': ('rest', 'rpc'), 'taskmanager': (),
                   'job server': ('job', 'artifact'), 'worker pool': ('pool',)}
 TASK_SLOTS = 2
+# Every Beam stage is a Flink job that ships the job server's jar (about 150 MB) to the
+# TaskManager, which keeps it in run/tmp/tm_*/blobStorage/job_<id>/ until its blob cache's
+# cleanup task finds the job unused for one cleanup interval. Flink's default interval, an
+# hour, let the folder grow by 150 MB a stage (3.6 GB after 20 stages). With a few seconds, a
+# finished job's jar is gone within twice the interval: only the jobs of the last seconds keep
+# theirs. (The JobManager deletes its copy when the job ends.)
+BLOB_CLEANUP_S = 5
 _READY_TIMEOUT_S = 180.0
 _JAR = f'beamcrawl-flink-job-server-{BEAM_RUNNER_VERSION}.jar'
 DEFAULT_BIND = 'localhost'
@@ -424,7 +432,8 @@ class LocalFlink:
                 '-D', f'jobmanager.rpc.port={self.ports["rpc"]}',
                 '-D', f'jobmanager.bind-host={self.bind}',
                 '-D', f'jobmanager.rpc.address={here}',
-                '-D', f'taskmanager.bind-host={self.bind}', '-D', f'taskmanager.host={here}']
+                '-D', f'taskmanager.bind-host={self.bind}', '-D', f'taskmanager.host={here}',
+                '-D', f'blob.service.cleanup.interval={BLOB_CLEANUP_S}']
 
     def _env(self) -> Dict[str, str]:
         # The worker pool starts SDK workers as plain `python` from PATH: this environment's
