@@ -104,6 +104,16 @@ def run_cli(*args: str, check: bool = True, timeout: float = 300,
     return proc
 
 
+def logged_counters(stderr: str) -> dict:
+    """The counters a command logged at its end ('HH:MM:SS INFO   name   N' lines)."""
+    out = {}
+    for line in stderr.splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[1] == 'INFO' and parts[3].isdigit() and '.' in parts[2]:
+            out[parts[2]] = out.get(parts[2], 0) + int(parts[3])
+    return out
+
+
 def write_seeds(path, lines: List[str]) -> str:
     with open(path, 'w', encoding='utf-8') as f:
         f.write('\n'.join(lines) + '\n')

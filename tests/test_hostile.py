@@ -17,7 +17,7 @@ from beamcrawl.transforms.fetcher import Fetcher
 from beamcrawl.transforms.layout import CONTENT, CRAWL_FETCH, CrawlLayout
 from beamcrawl.transforms.records import CRAWL_DATUM_SCHEMA, crawl_datum
 from tests import hostileweb
-from tests.conftest import read_db, run_cli, write_seeds
+from tests.conftest import logged_counters, read_db, run_cli, write_seeds
 from tests.forwardproxy import ForwardingProxy
 from tests.testweb import html_page
 
@@ -331,14 +331,6 @@ def test_hostile_robots_files(web, host, page, d5):
     assert ('/page' in requested) == (page == 'fetch_success')
 
 
-def _counters(stderr):
-    """The counters a command logged at its end ('HH:MM:SS INFO   name   N' lines)."""
-    out = {}
-    for line in stderr.splitlines():
-        parts = line.split()
-        if len(parts) == 4 and parts[1] == 'INFO' and parts[3].isdigit() and '.' in parts[2]:
-            out[parts[2]] = out.get(parts[2], 0) + int(parts[3])
-    return out
 
 
 def _conf(web, *extra):
@@ -357,7 +349,7 @@ def test_a_crawl_of_hostile_pages_keeps_every_denied_address_out(web, tmp_path):
         *[f'http://evil.test/redirect/{i}' for i in range(len(hostileweb.DENIED_TARGETS))]])
     proc = run_cli('crawl', crawl, '--seeds', seeds, '--rounds', '2', '--now', str(NOW),
                    *_conf(web, '-D', 'http.redirect.max=2'))
-    counters = _counters(proc.stderr)
+    counters = logged_counters(proc.stderr)
     assert counters['parse.denied_address'] >= len(hostileweb.DENIED_TARGETS) + 2   # base, refresh
     assert counters['fetch.denied.address'] >= len(hostileweb.DENIED_TARGETS) + 1   # robots
     only_hostile_hosts(web)
@@ -383,7 +375,7 @@ def test_deep_and_mislabelled_pages_keep_their_links_and_text(web, tmp_path):
     run_cli('inject', crawl, seeds, '--now', str(NOW), *_conf(web))
     run_cli('generate', crawl, '--now', str(NOW), *_conf(web))
     proc = run_cli('fetch', crawl, '--now', str(NOW), *_conf(web, '-D', 'fetcher.parse=true'))
-    assert _counters(proc.stderr)['parse.fallback_tokenizer'] == 1
+    assert logged_counters(proc.stderr)['parse.fallback_tokenizer'] == 1
     layout = CrawlLayout(crawl)
     (segment,) = layout.segment_names()
     data = {r['url']: r for r in iter_records(layout.part_files(segment, 'parse_data'))}
@@ -416,7 +408,7 @@ def test_bad_seed_values_are_reported_with_their_line(tmp_path):
     for line in (1, 2, 3):
         assert f'seeds:{line}: score=' in proc.stderr
     assert 'seeds:8: ' in proc.stderr and 'address policy' in proc.stderr
-    counters = _counters(proc.stderr)
+    counters = logged_counters(proc.stderr)
     assert counters['inject.malformed'] == 2 and counters['inject.denied_address'] == 1
     db = read_db(tmp_path / 'c')
     assert sorted(db) == ['http://h.test/', 'http://i.test/', 'http://n.test/',

@@ -2,6 +2,7 @@
 between stages; politeness across restarts and rounds. Kills happen at points observed in the
 fetch journal, never after a sleep."""
 
+import contextlib
 import glob
 import os
 import signal
@@ -151,21 +152,24 @@ def test_a_second_fetch_of_a_segment_being_fetched_is_refused(web, tmp_path):
         first.wait(timeout=300)
 
 
-def _mount_tmpfs(path, size):
+@contextlib.contextmanager
+def small_disk(path, size):
+    """A tmpfs of `size` mounted at `path` for the block (skips where it cannot be mounted)."""
+    if os.geteuid() != 0:
+        pytest.skip('mounting a small tmpfs to fill needs root')
     os.makedirs(path, exist_ok=True)
     proc = subprocess.run(['mount', '-t', 'tmpfs', '-o', f'size={size}', 'tmpfs', path],
                           capture_output=True, text=True)
-    return proc.returncode == 0, proc.stderr.strip()
+    if proc.returncode != 0:
+        pytest.skip(f'cannot mount a tmpfs here ({proc.stderr.strip()})')
+    try:
+        yield path
+    finally:
+        subprocess.run(['umount', '-l', path], capture_output=True)
 
 
 def test_a_full_disk_is_one_line_and_the_fetch_resumes_once_space_is_freed(testweb, tmp_path):
-    if os.geteuid() != 0:
-        pytest.skip('mounting a small tmpfs to fill needs root')
-    disk = str(tmp_path / 'disk')
-    mounted, why = _mount_tmpfs(disk, '3m')
-    if not mounted:
-        pytest.skip(f'cannot mount a tmpfs here ({why})')
-    try:
+    with small_disk(str(tmp_path / 'disk'), '3m') as disk:
         body = os.urandom(300000)                      # incompressible pages
         for i in range(20):
             testweb.add('full.test', f'/p{i}', Page(body=body,
@@ -194,8 +198,6 @@ def test_a_full_disk_is_one_line_and_the_fetch_resumes_once_space_is_freed(testw
                            if r.path != '/robots.txt')
         again = {url for url, n in requests.items() if n > 1}
         assert not again & done_before          # what was written is never requested again
-    finally:
-        subprocess.run(['umount', '-l', disk], capture_output=True)
 
 
 def _used_bytes(path):
@@ -205,13 +207,7 @@ def _used_bytes(path):
 
 
 def test_a_full_disk_during_updatedb_exits_2_and_keeps_the_crawldb(testweb, tmp_path):
-    if os.geteuid() != 0:
-        pytest.skip('mounting a small tmpfs to fill needs root')
-    disk = str(tmp_path / 'disk')
-    mounted, why = _mount_tmpfs(disk, '64m')
-    if not mounted:
-        pytest.skip(f'cannot mount a tmpfs here ({why})')
-    try:
+    with small_disk(str(tmp_path / 'disk'), '64m') as disk:
         testweb.add('fullupd.test', '/robots.txt', Page(status=404))
         for i in range(2):
             testweb.add('fullupd.test', f'/p{i}', html_page(f'page {i}'))
@@ -234,8 +230,6 @@ def test_a_full_disk_during_updatedb_exits_2_and_keeps_the_crawldb(testweb, tmp_
         subprocess.run(['mount', '-o', 'remount,size=64m', disk], check=True)
         run_cli('updatedb', crawl, '--now', NOW, *conf)
         assert read_db(crawl)['http://fullupd.test/p0']['status'] == 'db_fetched'
-    finally:
-        subprocess.run(['umount', '-l', disk], capture_output=True)
 
 
 def test_a_crawl_killed_between_stages_completes_its_round_without_refetching(web, tmp_path):

@@ -13,7 +13,7 @@ import pytest
 
 from beamcrawl.transforms.policy.sitemaps import parse_lastmod
 from tests import hostileweb
-from tests.conftest import ROOT, read_db, run_cli, write_seeds
+from tests.conftest import ROOT, logged_counters, read_db, run_cli, write_seeds
 from tests.testweb import Page, html_page
 
 NOW = '2026-11-22T00:00:00Z'
@@ -199,13 +199,6 @@ def _sitemaps_of(web, host):
             if r.path != '/robots.txt']
 
 
-def _counters(stderr):
-    out = {}
-    for line in stderr.splitlines():
-        parts = line.split()
-        if len(parts) == 4 and parts[1] == 'INFO' and parts[3].isdigit() and '.' in parts[2]:
-            out[parts[2]] = out.get(parts[2], 0) + int(parts[3])
-    return out
 
 
 def _inject_sites(web, tmp_path, hosts):
@@ -221,7 +214,7 @@ def test_an_index_that_names_itself_is_read_once(hostile_sitemaps, web, tmp_path
                    *_conf(web, '-D', 'fetcher.server.delay=0'))
     # four spellings of itself, one fetch
     assert _sitemaps_of(web, 'sm-loop.test') == ['/index.xml', '/urls.xml']
-    assert _counters(proc.stderr)['sitemap.duplicate_sitemaps'] == 4
+    assert logged_counters(proc.stderr)['sitemap.duplicate_sitemaps'] == 4
     assert set(read_db(crawl)) == {'http://sm-loop.test/a', 'http://sm-loop.test/b'}
 
 
@@ -232,7 +225,7 @@ def test_one_host_cannot_take_a_sitemap_run(hostile_sitemaps, web, tmp_path):
     # sm-nest.test: its index, the sitemap it names first and 18 nested indexes, no more
     nest = _sitemaps_of(web, 'sm-nest.test')
     assert nest == ['/index.xml', '/urls.xml', *[f'/n/{i}.xml' for i in range(18)]]
-    counters = _counters(proc.stderr)
+    counters = logged_counters(proc.stderr)
     # not taken: the other 982 nested indexes, and the sitemap each of the 18 read names
     assert counters['sitemap.over_host_count'] == hostileweb.NESTED
     assert counters['sitemap.hosts_limited'] == 1
@@ -258,7 +251,7 @@ def test_a_slow_host_is_cut_short_by_its_time(hostile_sitemaps, web, tmp_path):
                           '-D', f'sitemap.host.time.max={hostileweb.SLOW_SITEMAP_S}'))
     slow = _sitemaps_of(web, 'sm-slow.test')
     assert slow[0] == '/index.xml' and len(slow) <= 2
-    counters = _counters(proc.stderr)
+    counters = logged_counters(proc.stderr)
     assert counters['sitemap.over_host_time'] == hostileweb.SLOW_SITEMAPS - (len(slow) - 1)
     assert 'sm-slow.test reached sitemap.host.time.max' in proc.stderr
     assert 'after sitemap.host.time.max (1 host cut short)' in proc.stdout
