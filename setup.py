@@ -45,7 +45,7 @@ setup(
         'lxml>=5.0',
         'matplotlib>=3.7',      # schedule-sim --plot
         'tantivy>=0.22',        # index and search: the index shards
-        'fastwarc>=2.0',        # WARC output (transforms/warc.py says why this library)
+        'fastwarc>=2.0',        # WARC output (transforms/storage/warc.py says why this library)
     ],
     extras_require={
         # pytest 8: under pytest 9, pytest-xdist 3.8's --dist loadgroup does not keep a group on

@@ -27,8 +27,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from beamcrawl.pipelines.cli import run_command  # noqa: E402
-from beamcrawl.transforms import portable  # noqa: E402
-from beamcrawl.transforms.localflink import LocalFlink  # noqa: E402
+from beamcrawl.transforms.runners import portable  # noqa: E402
+from beamcrawl.transforms.runners.localflink import LocalFlink  # noqa: E402
 
 
 def stage_times(work, seeds, beam_args, stages):

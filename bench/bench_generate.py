@@ -21,8 +21,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from beamcrawl.transforms.dbio import write_avro_file  # noqa: E402
-from beamcrawl.transforms.records import CRAWL_DATUM_SCHEMA, crawl_datum  # noqa: E402
+from beamcrawl.transforms.storage.parts import write_avro_file  # noqa: E402
+from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, crawl_datum  # noqa: E402
 
 NOW = 1795305600000
 DAY = 86400000

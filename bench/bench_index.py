@@ -22,12 +22,12 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from beamcrawl.transforms.dbio import write_avro_file  # noqa: E402
-from beamcrawl.transforms.layout import CrawlLayout, part_file  # noqa: E402
-from beamcrawl.transforms.records import (CRAWL_DATUM_SCHEMA, INLINKS_SCHEMA,  # noqa: E402
+from beamcrawl.transforms.storage.parts import write_avro_file  # noqa: E402
+from beamcrawl.transforms.storage.layout import CrawlLayout, part_file  # noqa: E402
+from beamcrawl.transforms.storage.records import (CRAWL_DATUM_SCHEMA, INLINKS_SCHEMA,  # noqa: E402
                                           PARSE_DATA_SCHEMA, PARSE_TEXT_SCHEMA, crawl_datum,
                                           inlinks, parse_data, parse_text)
-from beamcrawl.transforms.shards import search  # noqa: E402
+from beamcrawl.transforms.storage.shards import search  # noqa: E402
 
 WORDS = ('crawler search index page web link anchor text politeness fetch schedule host '
          'domain robots segment shard query score boost signature parse content title '

@@ -1,4 +1,4 @@
-"""WARC writing cost per exchange: beamcrawl's records (FastWARC, transforms/warc.py) against the
+"""WARC writing cost per exchange: beamcrawl's records (FastWARC, transforms/storage/warc.py) against the
 same records written with warcio, the other maintained Python WARC library.
 
 python bench/bench_warc.py [--exchanges N] [--page-kb K]
@@ -16,7 +16,7 @@ import random
 import time
 import zlib
 
-from beamcrawl.transforms.warc import RawExchange, exchange_records
+from beamcrawl.transforms.storage.warc import RawExchange, exchange_records
 
 
 def _pages(count: int, size: int):

@@ -18,7 +18,7 @@ import sys
 from typing import List, Optional
 
 from beamcrawl.pipelines import DropBeamNoise
-from beamcrawl.transforms import interrupts
+from beamcrawl.transforms.runners import interrupts
 
 COMMANDS = {
     'inject': 'beamcrawl.pipelines.inject',
@@ -27,7 +27,7 @@ COMMANDS = {
     'fetch': 'beamcrawl.pipelines.fetch',
     'parse': 'beamcrawl.pipelines.parse',
     'updatedb': 'beamcrawl.pipelines.updatedb',
-    'invertlinks': 'beamcrawl.pipelines.linkdb',
+    'invertlinks': 'beamcrawl.pipelines.invertlinks',
     'readlinkdb': 'beamcrawl.pipelines.readlinkdb',
     'crawl': 'beamcrawl.pipelines.crawl',
     'readseg': 'beamcrawl.pipelines.readseg',
@@ -95,8 +95,8 @@ def run_command(name: str, argv: List[str]) -> int:
     module.add_arguments(parser)
     if '-h' in argv or '--help' in argv:
         parser.parse_known_args(argv)            # prints the help and exits
-    from beamcrawl.transforms.errors import UserError, from_worker
-    from beamcrawl.transforms.runtime import parse_now, split_beam_args
+    from beamcrawl.transforms.base.errors import UserError, from_worker
+    from beamcrawl.transforms.runners.runtime import parse_now, split_beam_args
     ours, beam_args = split_beam_args(argv, parser)
     args = parser.parse_args(ours)
     _absolute_paths(args)
@@ -104,7 +104,7 @@ def run_command(name: str, argv: List[str]) -> int:
     try:
         layout = None
         if getattr(args, 'crawl_dir', None):
-            from beamcrawl.transforms.layout import CrawlLayout
+            from beamcrawl.transforms.storage.layout import CrawlLayout
             layout = CrawlLayout(args.crawl_dir)
             layout.refuse_foreign()         # a Nutch crawl, a file: refused before anything
         cfg = site_config(args, layout)
@@ -147,7 +147,7 @@ def _first_line(error: BaseException) -> str:
 def site_config(args, layout):
     """The configuration of a command: defaults < the crawl directory's recorded site settings
     < the site file (--conf, or BEAMCRAWL_CONF) < -D (docs/crawl-dir.md, "Site settings")."""
-    from beamcrawl.transforms.config import load_config, read_recorded
+    from beamcrawl.transforms.base.config import load_config, read_recorded
     site, label = args.conf, 'config file'
     if not site and os.environ.get('BEAMCRAWL_CONF'):
         site, label = os.path.abspath(os.environ['BEAMCRAWL_CONF']), 'BEAMCRAWL_CONF'
@@ -164,8 +164,8 @@ def record_site_config(name: str, cfg, layout) -> None:
     them there, so that a later command without them does not crawl with other settings (a
     fetch refusing every intranet URL, a parse dropping every outlink). Done once the command
     has made the directory (a usage error makes nothing and records nothing)."""
-    from beamcrawl.transforms.config import recorded_text
-    from beamcrawl.transforms.layout import exists, write_file
+    from beamcrawl.transforms.base.config import recorded_text
+    from beamcrawl.transforms.storage.layout import exists, write_file
     if cfg.recorded or not cfg.explicit or not exists(layout.root):
         return
     when = datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')
@@ -288,7 +288,7 @@ def entry() -> None:
     logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()
-    portable = sys.modules.get('beamcrawl.transforms.portable')
+    portable = sys.modules.get('beamcrawl.transforms.runners.portable')
     if (portable is None or not portable.cleanups_pending()) and \
             'apache_beam.runners.portability.portable_runner' not in sys.modules:
         os._exit(code)

@@ -12,7 +12,7 @@ import logging
 import sys
 
 from beamcrawl.pipelines.cli import run_command
-from beamcrawl.transforms.errors import UserError
+from beamcrawl.transforms.base.errors import UserError
 
 log = logging.getLogger('beamcrawl')
 
@@ -51,8 +51,8 @@ def run(args, cfg, now, beam_args):
 
 def _save(args, cfg):
     import datetime
-    from beamcrawl.transforms.config import recorded_text
-    from beamcrawl.transforms.layout import CrawlLayout, write_file
+    from beamcrawl.transforms.base.config import recorded_text
+    from beamcrawl.transforms.storage.layout import CrawlLayout, write_file
     if not args.crawl_dir:
         raise UserError('--save: name the crawl directory whose settings to record')
     layout = CrawlLayout(args.crawl_dir)

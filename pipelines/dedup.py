@@ -10,10 +10,10 @@ import sys
 from typing import TYPE_CHECKING
 
 from beamcrawl.pipelines.cli import run_command
-from beamcrawl.transforms.errors import UserError
+from beamcrawl.transforms.base.errors import UserError
 
 if TYPE_CHECKING:
-    from beamcrawl.transforms.layout import CrawlLayout
+    from beamcrawl.transforms.storage.layout import CrawlLayout
 
 
 def add_arguments(parser):
@@ -22,11 +22,11 @@ def add_arguments(parser):
 
 def mark_duplicates(crawl: 'CrawlLayout', cfg, beam_args) -> int:
     """Runs the dedup pipeline on the crawldb; returns how many pages it marked."""
-    from beamcrawl.transforms import metrics
-    from beamcrawl.transforms.dbio import ReadCrawlDb, WriteParts
+    from beamcrawl.transforms.base import metrics
+    from beamcrawl.transforms.storage.parts import ReadCrawlDb, WriteParts
     from beamcrawl.transforms.index import MarkDuplicates
-    from beamcrawl.transforms.records import CRAWL_DATUM_SCHEMA
-    from beamcrawl.transforms.runtime import make_pipeline, run_pipeline
+    from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA
+    from beamcrawl.transforms.runners.runtime import make_pipeline, run_pipeline
     if crawl.crawldb.readable_dir() is None:
         raise UserError(f'{crawl.crawldb.current}: no crawldb (run inject first)')
     with crawl.crawldb.update(keep_backup=cfg['db.preserve.backup'], command='dedup') as new:
@@ -44,7 +44,7 @@ def mark_duplicates(crawl: 'CrawlLayout', cfg, beam_args) -> int:
 
 
 def run(args, cfg, now, beam_args):
-    from beamcrawl.transforms.layout import CrawlLayout
+    from beamcrawl.transforms.storage.layout import CrawlLayout
     mark_duplicates(CrawlLayout(args.crawl_dir), cfg, beam_args)
     return 0
 

@@ -11,7 +11,7 @@ import logging
 import sys
 
 from beamcrawl.pipelines.cli import run_command
-from beamcrawl.transforms.errors import Interrupted, UserError, refused_locally
+from beamcrawl.transforms.base.errors import Interrupted, UserError, refused_locally
 
 log = logging.getLogger('beamcrawl')
 
@@ -31,17 +31,20 @@ def add_arguments(parser):
 def run(args, cfg, now, beam_args):
     import apache_beam as beam
     from beamcrawl.pipelines.parse import parse_segment
-    from beamcrawl.transforms import interrupts, layout, metrics, settings
-    from beamcrawl.transforms.dbio import ReadParts, count_records
+    from beamcrawl.transforms import settings
+    from beamcrawl.transforms.base import metrics
+    from beamcrawl.transforms.runners import interrupts
+    from beamcrawl.transforms.storage import layout
+    from beamcrawl.transforms.storage.parts import ReadParts, count_records
     from beamcrawl.transforms.fetch import FetchSegment
-    from beamcrawl.transforms.portable import flink_rest
-    from beamcrawl.transforms.streamfetch import (FetchListStayingOpen, StreamingFetchSegment,
+    from beamcrawl.transforms.runners.portable import flink_rest
+    from beamcrawl.transforms.fetcher.streaming.fetch import (FetchListStayingOpen, StreamingFetchSegment,
                                                   run_until_drained)
     from beamcrawl.transforms.fetcher import journal
-    from beamcrawl.transforms.layout import (CRAWL_FETCH, CRAWL_GENERATE, FETCH_PARTS, WARC,
+    from beamcrawl.transforms.storage.layout import (CRAWL_FETCH, CRAWL_GENERATE, FETCH_PARTS, WARC,
                                              CrawlLayout)
-    from beamcrawl.transforms.records import complete_datum
-    from beamcrawl.transforms.runtime import make_pipeline, run_pipeline
+    from beamcrawl.transforms.storage.records import complete_datum
+    from beamcrawl.transforms.runners.runtime import make_pipeline, run_pipeline
     if not cfg['http.agent.name'].strip():
         raise UserError('http.agent.name is empty: name your crawler with '
                         '-D http.agent.name=NAME or in --conf before fetching')
@@ -141,7 +144,7 @@ def _refused_everything(protocols, cfg) -> None:
 def _warc_info(segment, now, agent):
     """What the warcinfo record of the segment's WARC files says (dated --now)."""
     from beamcrawl.transforms.fetcher.journal import WarcInfo
-    from beamcrawl.transforms.warc import warcinfo_fields
+    from beamcrawl.transforms.storage.warc import warcinfo_fields
     return WarcInfo(warcinfo_fields(segment, agent), now)
 
 
@@ -149,7 +152,7 @@ def _streaming_args(beam_args):
     """Beam options of a streaming fetch: --streaming, on a runner that fires processing-time
     timers on the wall clock (a Flink job; the local runner does not)."""
     from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
-    from beamcrawl.transforms.errors import UserError
+    from beamcrawl.transforms.base.errors import UserError
     if PipelineOptions(list(beam_args)).view_as(StandardOptions).runner is None:
         raise UserError('fetch --streaming runs on Flink: add the options `beamcrawl flink '
                         'start` prints (the local runner does not fire processing-time timers '
@@ -165,7 +168,7 @@ def _queue_times(crawl, segment, before):
     """When each queue may be requested first: after its last request in the previous fetched
     segment of the crawl dir, and in the earlier runs of this fetch (the later of the two)."""
     from beamcrawl.transforms.fetcher import journal
-    from beamcrawl.transforms.layout import CRAWL_FETCH
+    from beamcrawl.transforms.storage.layout import CRAWL_FETCH
     times = {}
     for name in reversed(crawl.segment_names()):
         if name != segment and crawl.has_part(name, CRAWL_FETCH):

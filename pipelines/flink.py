@@ -30,7 +30,7 @@ def add_arguments(parser):
     parser.add_argument('--bind', metavar='ADDRESS',
                         help='the address every process of the cluster listens on (default '
                              'localhost: loopback only; or the config key runner.flink.bind)')
-    from beamcrawl.transforms.localflink import PORTS
+    from beamcrawl.transforms.runners.localflink import PORTS
     for name, (default, what) in PORTS.items():
         parser.add_argument(f'--{name}-port', type=int, metavar='PORT',
                             help=f'the port of {what} (default {default}, or the config key '
@@ -38,7 +38,7 @@ def add_arguments(parser):
 
 
 def run(args, cfg, now, beam_args):
-    from beamcrawl.transforms.localflink import LocalFlink, default_home
+    from beamcrawl.transforms.runners.localflink import LocalFlink, default_home
     configured = {'rest': cfg['runner.flink.port.rest'], 'rpc': cfg['runner.flink.port.rpc'],
                   'job': cfg['runner.flink.port.job'],
                   'artifact': cfg['runner.flink.port.artifact'],
@@ -62,7 +62,7 @@ def run(args, cfg, now, beam_args):
 
 
 def _demo(flink, args):
-    from beamcrawl.transforms.crawl_diff import crawl_differences
+    from beamcrawl.transforms.storage.crawl_diff import crawl_differences
     when = args.now or DEMO_NOW
     base = os.path.join(flink.home, 'demo')
     shutil.rmtree(base, ignore_errors=True)

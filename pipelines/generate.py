@@ -11,7 +11,7 @@ import sys
 import typing
 
 from beamcrawl.pipelines.cli import run_command
-from beamcrawl.transforms.errors import UserError, refused_locally
+from beamcrawl.transforms.base.errors import UserError, refused_locally
 
 log = logging.getLogger('beamcrawl')
 
@@ -33,14 +33,15 @@ def add_arguments(parser):
 
 def run(args, cfg, now, beam_args):
     import apache_beam as beam
-    from beamcrawl.transforms import bulk, settings
-    from beamcrawl.transforms.dbio import ReadCrawlDb, WriteParts
+    from beamcrawl.transforms import settings
+    from beamcrawl.transforms.engine import bulk
+    from beamcrawl.transforms.storage.parts import ReadCrawlDb, WriteParts
     from beamcrawl.transforms.generate import (
         MarkGenerated, SelectForFetch, WriteFetchLists, complete_fetch_lists)
-    from beamcrawl.transforms.layout import CRAWL_GENERATE, CrawlLayout
+    from beamcrawl.transforms.storage.layout import CRAWL_GENERATE, CrawlLayout
     from beamcrawl.transforms.policy.generate import segment_names
-    from beamcrawl.transforms.records import CRAWL_DATUM_SCHEMA
-    from beamcrawl.transforms.runtime import make_pipeline, run_pipeline
+    from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA
+    from beamcrawl.transforms.runners.runtime import make_pipeline, run_pipeline
     top_n = _positive(args.top_n) if args.top_n is not None else None
     num_parts, max_segments = _positive(args.num_fetchers), _positive(args.max_num_segments)
     crawl = CrawlLayout(args.crawl_dir)
@@ -96,7 +97,7 @@ def run(args, cfg, now, beam_args):
 def _refused_everything(counters) -> None:
     """Exit 2 (not 1, "nothing to do") when every record of the crawldb was refused by local
     settings: the URL filters or the address policy, not the schedule."""
-    from beamcrawl.transforms import metrics
+    from beamcrawl.transforms.base import metrics
     filtered = counters.get(metrics.GENERATE_REJECTED + 'filtered', 0)
     denied = counters.get(metrics.GENERATE_REJECTED + 'denied_address', 0)
     seen = sum(v for k, v in counters.items() if k.startswith(metrics.GENERATE_REJECTED)) + \

@@ -15,7 +15,7 @@ import logging
 import sys
 
 from beamcrawl.pipelines.cli import run_command
-from beamcrawl.transforms.errors import UserError
+from beamcrawl.transforms.base.errors import UserError
 
 log = logging.getLogger('beamcrawl')
 
@@ -33,11 +33,12 @@ def run(args, cfg, now, beam_args):
     import apache_beam as beam
     from apache_beam.io.filesystems import FileSystems
     from beamcrawl.pipelines.dedup import mark_duplicates
-    from beamcrawl.transforms import layout, settings
+    from beamcrawl.transforms import settings
+    from beamcrawl.transforms.storage import layout
     from beamcrawl.transforms.index import WriteIndexShards
-    from beamcrawl.transforms.layout import CRAWL_PARSE, CrawlLayout
-    from beamcrawl.transforms.runtime import make_pipeline, run_pipeline
-    from beamcrawl.transforms.shards import update_shard
+    from beamcrawl.transforms.storage.layout import CRAWL_PARSE, CrawlLayout
+    from beamcrawl.transforms.runners.runtime import make_pipeline, run_pipeline
+    from beamcrawl.transforms.storage.shards import update_shard
     crawl = CrawlLayout(args.crawl_dir)
     if crawl.crawldb.readable_dir() is None:
         raise UserError(f'{crawl.crawldb.current}: no crawldb (run inject first)')
@@ -107,9 +108,9 @@ def _note(written, path):
 
 def _entries(p, crawl, names, rules, shards):
     import apache_beam as beam
-    from beamcrawl.transforms.dbio import ReadCrawlDb, ReadParts
+    from beamcrawl.transforms.storage.parts import ReadCrawlDb, ReadParts
     from beamcrawl.transforms.index import BuildDocuments, JoinByUrl
-    from beamcrawl.transforms.layout import PARSE_DATA, PARSE_TEXT
+    from beamcrawl.transforms.storage.layout import PARSE_DATA, PARSE_TEXT
     def parts(part):
         streams = [p | f'Read_{part}_{n}' >> ReadParts(crawl.part_files(n, part))
                    | f'Tag_{part}_{n}' >> beam.Map(lambda r, n=n: (n, r)) for n in names]
@@ -129,7 +130,7 @@ def _jsonl(crawl, names, rules, shards, output, cfg, beam_args):
     import apache_beam as beam
     from apache_beam.io.filesystems import FileSystems
     from beamcrawl.transforms.index import DELETE, DOC
-    from beamcrawl.transforms.runtime import make_pipeline, run_pipeline
+    from beamcrawl.transforms.runners.runtime import make_pipeline, run_pipeline
     p = make_pipeline(beam_args, cfg)
     entries = _entries(p, crawl, names, rules, shards)
     _ = (entries
@@ -149,7 +150,7 @@ def _jsonl(crawl, names, rules, shards, output, cfg, beam_args):
 
 
 def _report(counters, what):
-    from beamcrawl.transforms import metrics
+    from beamcrawl.transforms.base import metrics
     deleted = sum(v for k, v in counters.items() if k.startswith(metrics.INDEX_DELETED))
     print(f'{what}: {counters.get(metrics.INDEX_DOCUMENTS, 0)} documents, {deleted} deletions, '
           f'{counters.get(metrics.INDEX_SKIPPED, 0)} pages without a usable parse')

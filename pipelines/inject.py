@@ -7,7 +7,7 @@ beamcrawl inject CRAWL_DIR SEEDS [--overwrite | --update] [--no-filter] [--no-no
 import sys
 
 from beamcrawl.pipelines.cli import run_command
-from beamcrawl.transforms.errors import refused_locally
+from beamcrawl.transforms.base.errors import refused_locally
 
 # A seed line costs about as much as this many crawldb records (it is normalized and filtered),
 # and seed files hold about this many bytes per line: for sizing the work only.
@@ -31,7 +31,7 @@ def add_arguments(parser):
 
 def run(args, cfg, now, beam_args):
     from beamcrawl.transforms.inject import seed_files
-    from beamcrawl.transforms.layout import CrawlLayout
+    from beamcrawl.transforms.storage.layout import CrawlLayout
     counters = inject_files(CrawlLayout(args.crawl_dir), seed_files(args.seeds), cfg, now,
                             beam_args, overwrite=args.overwrite, update=args.update,
                             normalize=not args.no_normalize, filter_urls=not args.no_filter,
@@ -43,7 +43,7 @@ def run(args, cfg, now, beam_args):
 
 def refused_all_seeds(counters) -> None:
     """Exit 2 when seeds were read and every one was refused by local settings."""
-    from beamcrawl.transforms import metrics
+    from beamcrawl.transforms.base import metrics
     denied = counters.get(metrics.INJECT_DENIED, 0)
     filtered = counters.get(metrics.INJECT_FILTERED, 0)
     if counters.get(metrics.INJECT_INJECTED, 0) == 0 and denied + filtered > 0:
@@ -54,11 +54,13 @@ def inject_files(crawl, paths, cfg, now, beam_args, *, overwrite=False, update=F
                  normalize=True, filter_urls=True, clean_old=False, command='inject'):
     """Injects seed files into the crawl's crawldb (one update, under its lock); returns the
     counters."""
-    from beamcrawl.transforms import bulk, layout, settings
+    from beamcrawl.transforms import settings
+    from beamcrawl.transforms.engine import bulk
+    from beamcrawl.transforms.storage import layout
     from beamcrawl.transforms.inject import (
         InjectMapper, InjectReducer, OLD_INPUT, SEED_INPUT, SeedReader)
-    from beamcrawl.transforms.records import CRAWL_DATUM_SCHEMA
-    from beamcrawl.transforms.runtime import local_workers, make_pipeline, run_pipeline
+    from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA
+    from beamcrawl.transforms.runners.runtime import local_workers, make_pipeline, run_pipeline
     policy = settings.url_policy(cfg)
     rules = settings.inject_rules(cfg, overwrite=overwrite, update=update)
     reader = SeedReader(paths=paths, policy=policy, rules=rules, now=now,
@@ -88,7 +90,7 @@ def inject_files(crawl, paths, cfg, now, beam_args, *, overwrite=False, update=F
 
 
 def print_summary(what, counters):
-    from beamcrawl.transforms import metrics
+    from beamcrawl.transforms.base import metrics
     c = lambda name: counters.get(name, 0)  # noqa: E731
     print(f'{what}: {c(metrics.INJECT_INJECTED)} injected, {c(metrics.INJECT_NEW)} new, '
           f'{c(metrics.INJECT_ALREADY_KNOWN)} already known, {c(metrics.INJECT_MERGED)} merged, '

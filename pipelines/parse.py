@@ -16,7 +16,7 @@ def add_arguments(parser):
 
 
 def run(args, cfg, now, beam_args):
-    from beamcrawl.transforms.layout import CONTENT, CRAWL_FETCH, CRAWL_PARSE, CrawlLayout
+    from beamcrawl.transforms.storage.layout import CONTENT, CRAWL_FETCH, CRAWL_PARSE, CrawlLayout
     crawl = CrawlLayout(args.crawl_dir)
     segment = crawl.pick_segment(args.segment, CRAWL_PARSE, CRAWL_FETCH, CONTENT)
     parse_segment(crawl, segment, cfg, now, beam_args)
@@ -26,12 +26,13 @@ def run(args, cfg, now, beam_args):
 def parse_segment(crawl, segment, cfg, now, beam_args) -> None:
     """Parses a fetched segment's content into its parse parts (also run by fetch when
     fetcher.parse is true)."""
-    from beamcrawl.transforms import metrics, settings
-    from beamcrawl.transforms.dbio import ReadParts
-    from beamcrawl.transforms.errors import refused_locally
-    from beamcrawl.transforms.layout import CONTENT, PARSE_PARTS
+    from beamcrawl.transforms import settings
+    from beamcrawl.transforms.base import metrics
+    from beamcrawl.transforms.storage.parts import ReadParts
+    from beamcrawl.transforms.base.errors import refused_locally
+    from beamcrawl.transforms.storage.layout import CONTENT, PARSE_PARTS
     from beamcrawl.transforms.parse import ParseContent, write_parse_outputs
-    from beamcrawl.transforms.runtime import make_pipeline, run_pipeline
+    from beamcrawl.transforms.runners.runtime import make_pipeline, run_pipeline
     parse, policy = settings.parse_settings(cfg), settings.url_policy(cfg)
     with crawl.segment_update(segment, PARSE_PARTS, 'parse') as update:
         p = make_pipeline(beam_args, cfg)

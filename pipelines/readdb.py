@@ -9,7 +9,7 @@ import os
 import sys
 
 from beamcrawl.pipelines.cli import run_command
-from beamcrawl.transforms.errors import UserError
+from beamcrawl.transforms.base.errors import UserError
 
 
 def add_arguments(parser):
@@ -32,11 +32,11 @@ def add_arguments(parser):
 def run(args, cfg, now, beam_args):
     import apache_beam as beam
     from apache_beam.io.filesystems import FileSystems
-    from beamcrawl.transforms.dbio import ReadCrawlDb
-    from beamcrawl.transforms.layout import CrawlLayout
+    from beamcrawl.transforms.storage.parts import ReadCrawlDb
+    from beamcrawl.transforms.storage.layout import CrawlLayout
     from beamcrawl.transforms.readdb import CSV_HEADER, DumpLines, FilterRecords, TopScores
-    from beamcrawl.transforms.records import STATUS_CODES
-    from beamcrawl.transforms.runtime import make_pipeline, run_pipeline
+    from beamcrawl.transforms.storage.records import STATUS_CODES
+    from beamcrawl.transforms.runners.runtime import make_pipeline, run_pipeline
     crawl = CrawlLayout(args.crawl_dir)
     if crawl.crawldb.readable_dir() is None:
         raise UserError(f'{crawl.crawldb.current}: no crawldb (run inject first)')
@@ -76,9 +76,9 @@ def run(args, cfg, now, beam_args):
 def _stats(crawl, cfg, p, records, as_json):
     import apache_beam as beam
     from apache_beam.io.filesystems import FileSystems
-    from beamcrawl.transforms import layout
+    from beamcrawl.transforms.storage import layout
     from beamcrawl.transforms.readdb import CrawlDbStats, format_stats
-    from beamcrawl.transforms.runtime import run_pipeline
+    from beamcrawl.transforms.runners.runtime import run_pipeline
     scratch = crawl.scratch_dir('readdb-stats')
     _ = (records
          | 'Stats' >> CrawlDbStats(cfg['db.stats.score.quantiles'])
@@ -99,9 +99,9 @@ def _stats(crawl, cfg, p, records, as_json):
 
 def _print_url(crawl, cfg, url):
     from beamcrawl.transforms import settings
-    from beamcrawl.transforms.dbio import iter_records
+    from beamcrawl.transforms.storage.parts import iter_records
     from beamcrawl.transforms.readdb import find_url, format_datum
-    from beamcrawl.transforms.records import complete_datum
+    from beamcrawl.transforms.storage.records import complete_datum
     record = find_url(iter_records(crawl.crawldb.part_files()), url, settings.url_policy(cfg))
     if record is None:
         print(f'URL: {url}\nnot found')

@@ -7,7 +7,7 @@ import json
 import sys
 
 from beamcrawl.pipelines.cli import run_command
-from beamcrawl.transforms.errors import UserError
+from beamcrawl.transforms.base.errors import UserError
 
 
 def add_arguments(parser):
@@ -29,10 +29,10 @@ def run(args, cfg, now, beam_args):
     import apache_beam as beam
     from apache_beam.io.filesystems import FileSystems
     from beamcrawl.transforms import settings
-    from beamcrawl.transforms.dbio import ReadParts, iter_records
-    from beamcrawl.transforms.layout import CrawlLayout
+    from beamcrawl.transforms.storage.parts import ReadParts, iter_records
+    from beamcrawl.transforms.storage.layout import CrawlLayout
     from beamcrawl.transforms.readdb import find_url
-    from beamcrawl.transforms.runtime import make_pipeline, run_pipeline
+    from beamcrawl.transforms.runners.runtime import make_pipeline, run_pipeline
     crawl = CrawlLayout(args.crawl_dir)
     if crawl.linkdb.readable_dir() is None:
         raise UserError(f'{crawl.linkdb.current}: no linkdb (run invertlinks first)')

@@ -11,7 +11,7 @@ import statistics
 import sys
 
 from beamcrawl.pipelines.cli import run_command
-from beamcrawl.transforms.errors import UserError
+from beamcrawl.transforms.base.errors import UserError
 
 PARTS = ('crawl_generate', 'crawl_fetch', 'content', 'parse_data', 'parse_text', 'crawl_parse')
 
@@ -30,7 +30,7 @@ def add_arguments(parser):
 
 
 def run(args, cfg, now, beam_args):
-    from beamcrawl.transforms.layout import CrawlLayout
+    from beamcrawl.transforms.storage.layout import CrawlLayout
     crawl = CrawlLayout(args.crawl_dir)
     if args.list:
         return _list(crawl)
@@ -48,8 +48,8 @@ def _files(crawl, segment, part):
 
 
 def _list(crawl):
-    from beamcrawl.transforms.dbio import iter_records
-    from beamcrawl.transforms.runtime import format_time
+    from beamcrawl.transforms.storage.parts import iter_records
+    from beamcrawl.transforms.runners.runtime import format_time
     print('NAME\t\tGENERATED\tFETCHER START\t\tFETCHER END\t\tFETCHED\tPARSED')
     for name in crawl.segment_names():
         generated = _count(crawl, name, 'crawl_generate')
@@ -70,7 +70,7 @@ def _list(crawl):
 
 
 def _count(crawl, name, part):
-    from beamcrawl.transforms.dbio import count_records
+    from beamcrawl.transforms.storage.parts import count_records
     files = _files(crawl, name, part)
     return count_records(files) if files else '?'
 
@@ -86,7 +86,7 @@ def _printable(record):
 
 
 def _collect(crawl, segment, url=None):
-    from beamcrawl.transforms.dbio import iter_records
+    from beamcrawl.transforms.storage.parts import iter_records
     entries = {}
     for part in PARTS:
         for record in iter_records(_files(crawl, segment, part)):
@@ -121,7 +121,7 @@ def _dump(crawl, segment, out):
 
 def _politeness(crawl, segment, tolerance_ms):
     """Gaps between the end of one fetch and the start of the next, per queue."""
-    from beamcrawl.transforms.dbio import iter_records
+    from beamcrawl.transforms.storage.parts import iter_records
     queues = {}
     for record in iter_records(_files(crawl, segment, 'crawl_fetch')):
         meta = record['metadata']

@@ -14,7 +14,7 @@ import json
 import sys
 
 from beamcrawl.pipelines.cli import run_command
-from beamcrawl.transforms.errors import UserError
+from beamcrawl.transforms.base.errors import UserError
 from beamcrawl.transforms.policy.freshness import CHANGE_MODELS, REFERENCE_POLICIES
 
 

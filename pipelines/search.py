@@ -10,7 +10,7 @@ import json
 import sys
 
 from beamcrawl.pipelines.cli import run_command
-from beamcrawl.transforms.errors import UserError
+from beamcrawl.transforms.base.errors import UserError
 
 
 def add_arguments(parser):
@@ -21,8 +21,8 @@ def add_arguments(parser):
 
 
 def run(args, cfg, now, beam_args):
-    from beamcrawl.transforms.layout import CrawlLayout
-    from beamcrawl.transforms.shards import search   # Tantivy only for this command
+    from beamcrawl.transforms.storage.layout import CrawlLayout
+    from beamcrawl.transforms.storage.shards import search   # Tantivy only for this command
     crawl = CrawlLayout(args.crawl_dir)
     shards = crawl.index_shards()
     if not shards:

@@ -27,11 +27,14 @@ def run(args, cfg, now, beam_args):
     import dataclasses
     import apache_beam as beam
     from beamcrawl.pipelines.inject import inject_files, print_summary
-    from beamcrawl.transforms import interrupts, layout, metrics, settings
-    from beamcrawl.transforms.dbio import iter_records
-    from beamcrawl.transforms.errors import Interrupted, UserError
-    from beamcrawl.transforms.layout import CrawlLayout
-    from beamcrawl.transforms.runtime import make_pipeline, run_pipeline
+    from beamcrawl.transforms import settings
+    from beamcrawl.transforms.base import metrics
+    from beamcrawl.transforms.runners import interrupts
+    from beamcrawl.transforms.storage import layout
+    from beamcrawl.transforms.storage.parts import iter_records
+    from beamcrawl.transforms.base.errors import Interrupted, UserError
+    from beamcrawl.transforms.storage.layout import CrawlLayout
+    from beamcrawl.transforms.runners.runtime import make_pipeline, run_pipeline
     from beamcrawl.transforms.sitemap import CollectSitemaps, sites_of
     if bool(args.urls) == args.from_robots:
         raise UserError('name sitemap URLs or give --from-robots (one of the two)')
@@ -103,7 +106,7 @@ def run(args, cfg, now, beam_args):
 def not_read(found) -> str:
     """The line saying which sitemaps a run did not fetch because of a bound or a stop, and
     why ('' when there are none)."""
-    from beamcrawl.transforms import metrics
+    from beamcrawl.transforms.base import metrics
     reasons = ((metrics.SITEMAP_OVER_HOST_COUNT, 'over sitemap.host.count.max'),
                (metrics.SITEMAP_OVER_HOST_TIME, 'after sitemap.host.time.max'),
                (metrics.SITEMAP_OVER_COUNT, 'over sitemap.count.max'),

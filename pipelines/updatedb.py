@@ -24,10 +24,12 @@ def add_arguments(parser):
 
 
 def run(args, cfg, now, beam_args):
-    from beamcrawl.transforms import bulk, layout, settings
-    from beamcrawl.transforms.layout import CrawlLayout
-    from beamcrawl.transforms.records import CRAWL_DATUM_SCHEMA
-    from beamcrawl.transforms.runtime import local_workers, make_pipeline, run_pipeline
+    from beamcrawl.transforms import settings
+    from beamcrawl.transforms.engine import bulk
+    from beamcrawl.transforms.storage import layout
+    from beamcrawl.transforms.storage.layout import CrawlLayout
+    from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA
+    from beamcrawl.transforms.runners.runtime import local_workers, make_pipeline, run_pipeline
     from beamcrawl.transforms.updatedb import (
         MapRules, OLD_INPUT, SEGMENT_INPUT, UpdateMapper, UpdateReducer)
     crawl = CrawlLayout(args.crawl_dir)

@@ -80,7 +80,7 @@ def runner():
 
 @pytest.fixture
 def cfg():
-    from beamcrawl.transforms.config import load_config
+    from beamcrawl.transforms.base.config import load_config
     return load_config(defines=['domain.extra.suffixes=test'])
 
 
@@ -122,22 +122,22 @@ def write_seeds(path, lines: List[str]) -> str:
 
 def read_db(crawl_dir) -> dict:
     """url → record of the crawldb's readable version, read with plain fastavro."""
-    from beamcrawl.transforms.dbio import iter_records
-    from beamcrawl.transforms.layout import CrawlLayout
+    from beamcrawl.transforms.storage.parts import iter_records
+    from beamcrawl.transforms.storage.layout import CrawlLayout
     return {r['url']: r for r in iter_records(CrawlLayout(str(crawl_dir)).crawldb.part_files())}
 
 
 def write_db(crawl_dir, records) -> None:
     """Writes a crawldb version directly (as a previous beamcrawl run would have left it)."""
-    from beamcrawl.transforms.dbio import write_avro_file
-    from beamcrawl.transforms.layout import CrawlLayout
-    from beamcrawl.transforms.records import CRAWL_DATUM_SCHEMA
+    from beamcrawl.transforms.storage.parts import write_avro_file
+    from beamcrawl.transforms.storage.layout import CrawlLayout
+    from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA
     db = CrawlLayout(str(crawl_dir)).crawldb
     write_avro_file(f'{db.current}/part-00000.avro', CRAWL_DATUM_SCHEMA, list(records))
 
 
 def read_parts(paths) -> list:
-    from beamcrawl.transforms.dbio import iter_records
+    from beamcrawl.transforms.storage.parts import iter_records
     return list(iter_records(sorted(paths)))
 
 

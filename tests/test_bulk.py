@@ -15,14 +15,16 @@ import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from beamcrawl.transforms import avroblocks, bulk, metrics
-from beamcrawl.transforms.dbio import iter_records, write_avro_file
-from beamcrawl.transforms.errors import InputError
-from beamcrawl.transforms.layout import DbLayout
+from beamcrawl.transforms.base import metrics
+from beamcrawl.transforms.engine import bulk
+from beamcrawl.transforms.storage import avroblocks
+from beamcrawl.transforms.storage.parts import iter_records, write_avro_file
+from beamcrawl.transforms.base.errors import InputError
+from beamcrawl.transforms.storage.layout import DbLayout
 from beamcrawl.transforms.policy.partition import partition
-from beamcrawl.transforms.records import (CRAWL_DATUM_SCHEMA, INLINKS_SCHEMA, PARSE_DATA_SCHEMA,
+from beamcrawl.transforms.storage.records import (CRAWL_DATUM_SCHEMA, INLINKS_SCHEMA, PARSE_DATA_SCHEMA,
                                           crawl_datum, inlinks, parse_data)
-from beamcrawl.transforms.runtime import local_workers
+from beamcrawl.transforms.runners.runtime import local_workers
 from tests.conftest import read_db, run_cli, write_seeds
 
 NOW = 1795305600000

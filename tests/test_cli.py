@@ -5,8 +5,8 @@ import argparse
 import pytest
 
 from tests.conftest import run_cli, write_seeds
-from beamcrawl.transforms.errors import UserError
-from beamcrawl.transforms.runtime import parse_now, split_beam_args
+from beamcrawl.transforms.base.errors import UserError
+from beamcrawl.transforms.runners.runtime import parse_now, split_beam_args
 
 
 def _ours():
@@ -97,7 +97,7 @@ def test_python_m_pipeline_module_takes_the_same_arguments(tmp_path):
     ('\n  \n', ''),
 ])
 def test_a_probe_failure_is_told_by_its_most_telling_line(text, line):
-    from beamcrawl.transforms.portable import telling_line
+    from beamcrawl.transforms.runners.portable import telling_line
     assert telling_line(text.splitlines()) == line
 
 

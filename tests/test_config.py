@@ -5,8 +5,8 @@ import os
 
 import pytest
 
-from beamcrawl.transforms.config import load_config, load_specs
-from beamcrawl.transforms.errors import ConfigError
+from beamcrawl.transforms.base.config import load_config, load_specs
+from beamcrawl.transforms.base.errors import ConfigError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CODE_DIRS = ('pipelines', 'transforms')

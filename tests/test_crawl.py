@@ -7,8 +7,8 @@ import pytest
 from beamcrawl.pipelines.cli import main
 from tests.conftest import read_db, run_cli, write_seeds
 from tests.testweb import Page, html_page
-from beamcrawl.transforms.dbio import iter_records
-from beamcrawl.transforms.layout import CrawlLayout
+from beamcrawl.transforms.storage.parts import iter_records
+from beamcrawl.transforms.storage.layout import CrawlLayout
 
 NOW = 1795305600000
 GRAPH = {   # page → links, on two hosts
@@ -93,8 +93,8 @@ def test_stop_file_and_nothing_due(web, tmp_path, capsys):
 
 
 def test_politeness_audit_flags_violations(tmp_path):
-    from beamcrawl.transforms.dbio import write_avro_file
-    from beamcrawl.transforms.records import CRAWL_DATUM_SCHEMA, crawl_datum
+    from beamcrawl.transforms.storage.parts import write_avro_file
+    from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, crawl_datum
     segment = tmp_path / 'crawl' / 'segments' / '20261122000000'
     records = [crawl_datum(f'http://a.test/{i}', 'fetch_success', fetch_time=0, fetch_interval=1,
                            metadata={'fetch.start': str(start), 'fetch.end': str(start + 10),

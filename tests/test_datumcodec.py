@@ -8,9 +8,9 @@ import random
 import fastavro
 import pytest
 
-from beamcrawl.transforms.datumcodec import (datum_score_offset, encode_datum, score_at,
+from beamcrawl.transforms.storage.datumcodec import (datum_score_offset, encode_datum, score_at,
                                              with_score)
-from beamcrawl.transforms.records import CRAWL_DATUM_SCHEMA, STATUSES, crawl_datum
+from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, STATUSES, crawl_datum
 
 SCHEMA = fastavro.parse_schema(CRAWL_DATUM_SCHEMA)
 NOW = 1795305600000

@@ -10,11 +10,11 @@ from apache_beam.testing.util import assert_that, equal_to
 from beamcrawl.transforms import settings
 from beamcrawl.pipelines.cli import main
 from tests.conftest import read_parts, run_cli, write_seeds
-from beamcrawl.transforms.config import load_config
+from beamcrawl.transforms.base.config import load_config
 from beamcrawl.transforms.fetch import FetchSegment
 from beamcrawl.transforms.fetcher import journal
-from beamcrawl.transforms.layout import CONTENT, CRAWL_FETCH
-from beamcrawl.transforms.records import crawl_datum
+from beamcrawl.transforms.storage.layout import CONTENT, CRAWL_FETCH
+from beamcrawl.transforms.storage.records import crawl_datum
 
 NOW = '2026-11-22T00:00:00Z'
 

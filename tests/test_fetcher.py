@@ -9,12 +9,12 @@ import pytest
 
 from tests.testweb import Page, html_page, redirect
 from beamcrawl.transforms import settings
-from beamcrawl.transforms.config import load_config
-from beamcrawl.transforms.dns import Resolver
+from beamcrawl.transforms.base.config import load_config
+from beamcrawl.transforms.fetcher.dns import Resolver
 from beamcrawl.transforms.fetcher import Fetcher
-from beamcrawl.transforms.layout import CONTENT, CRAWL_FETCH
+from beamcrawl.transforms.storage.layout import CONTENT, CRAWL_FETCH
 from beamcrawl.transforms.policy.partition import queue_key
-from beamcrawl.transforms.records import crawl_datum
+from beamcrawl.transforms.storage.records import crawl_datum
 
 NOW = 1795305600000
 ROBOTS_404 = {}

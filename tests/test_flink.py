@@ -14,9 +14,9 @@ import urllib.request
 
 import pytest
 
-from beamcrawl.transforms.crawl_diff import crawl_differences
+from beamcrawl.transforms.storage.crawl_diff import crawl_differences
 from beamcrawl.transforms.fetcher import journal
-from beamcrawl.transforms.localflink import LocalFlink, pid_alive
+from beamcrawl.transforms.runners.localflink import LocalFlink, pid_alive
 from tests.conftest import ROOT, read_db, read_parts, run_cli, write_seeds
 from tests.test_localflink import free_ports
 from tests.testweb import Page, html_page, redirect
@@ -227,7 +227,7 @@ def test_workers_without_beamcrawl_give_one_line(cluster, tmp_path):
     (bin_dir / 'python').chmod(0o755)
     env = dict(os.environ, PATH=f'{bin_dir}:/usr/bin:/bin')
     (pool_port,) = free_ports(1)
-    pool = subprocess.Popen([sys.executable, '-m', 'beamcrawl.transforms.workerpool',
+    pool = subprocess.Popen([sys.executable, '-m', 'beamcrawl.transforms.runners.workerpool',
                              str(pool_port)], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL)
     try:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from beamcrawl.transforms import settings
-from beamcrawl.transforms.config import load_config
+from beamcrawl.transforms.base.config import load_config
 from beamcrawl.transforms.policy import freshness
 from tests.conftest import run_cli
 

@@ -13,8 +13,8 @@ from beamcrawl.pipelines.cli import main
 from tests.conftest import read_db, read_parts, run_cli, write_db
 from beamcrawl.transforms.generate import SelectForFetch
 from beamcrawl.transforms.policy.urls import host_of
-from beamcrawl.transforms.records import crawl_datum
-from beamcrawl.transforms.runtime import counters_of
+from beamcrawl.transforms.storage.records import crawl_datum
+from beamcrawl.transforms.runners.runtime import counters_of
 
 DAY = 86400000
 NOW = 1795305600000      # 2026-11-22T00:00:00Z

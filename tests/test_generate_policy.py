@@ -4,12 +4,12 @@ names."""
 import pytest
 
 from beamcrawl.transforms import settings
-from beamcrawl.transforms.errors import ConfigError
+from beamcrawl.transforms.base.errors import ConfigError
 from beamcrawl.transforms.policy.generate import (GenerateSettings, assign_segments, segment_names,
                                                   sort_key)
 from beamcrawl.transforms.policy.partition import partition, scatter_key
 from beamcrawl.transforms.policy.schedule import should_fetch
-from beamcrawl.transforms.records import crawl_datum
+from beamcrawl.transforms.storage.records import crawl_datum
 
 DAY = 86400 * 1000
 MAX = 7776000          # db.fetch.interval.max, s
@@ -67,7 +67,7 @@ def test_checks_in_nutch_order(record, settings_kw, reason):
 
 
 def test_restrict_status_must_be_a_status_name():
-    from beamcrawl.transforms.config import load_config
+    from beamcrawl.transforms.base.config import load_config
     with pytest.raises(ConfigError, match='not a status name'):
         settings.generate_settings(load_config(defines=['generate.restrict.status=fetched']))
 

@@ -11,11 +11,11 @@ from collections import Counter
 import pytest
 
 from beamcrawl.transforms import settings
-from beamcrawl.transforms.config import load_config
-from beamcrawl.transforms.dbio import iter_records, write_avro_file
+from beamcrawl.transforms.base.config import load_config
+from beamcrawl.transforms.storage.parts import iter_records, write_avro_file
 from beamcrawl.transforms.fetcher import Fetcher
-from beamcrawl.transforms.layout import CONTENT, CRAWL_FETCH, CrawlLayout
-from beamcrawl.transforms.records import CRAWL_DATUM_SCHEMA, crawl_datum
+from beamcrawl.transforms.storage.layout import CONTENT, CRAWL_FETCH, CrawlLayout
+from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, crawl_datum
 from tests import hostileweb
 from tests.conftest import logged_counters, read_db, run_cli, write_seeds
 from tests.forwardproxy import ForwardingProxy

@@ -10,10 +10,10 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from beamcrawl.transforms.index import BuildDocuments, JoinByUrl, MarkDuplicates
-from beamcrawl.transforms.layout import CrawlLayout
+from beamcrawl.transforms.storage.layout import CrawlLayout
 from beamcrawl.transforms.policy.indexing import (IndexRules, anchors_of, boost,
                                                   build_document, deletion, original_key)
-from beamcrawl.transforms.records import crawl_datum, inlinks, parse_data, parse_text
+from beamcrawl.transforms.storage.records import crawl_datum, inlinks, parse_data, parse_text
 from tests.conftest import read_db, run_cli, write_seeds
 from tests.testweb import Page, html_page
 
@@ -200,7 +200,7 @@ def test_search_without_an_index_is_one_line(tmp_path):
 
 def test_search_marks_the_words_found_in_text_with_accents(tmp_path):
     """Tantivy reports highlights as byte offsets: after an accent, characters and bytes differ."""
-    from beamcrawl.transforms.shards import update_shard
+    from beamcrawl.transforms.storage.shards import update_shard
     shard = CrawlLayout(str(tmp_path)).index_shard(0)
     text = 'Le Café de Zürich: un café où l’on parle de café crème.'
     update_shard(None, shard, [], [dict(url='http://x.test/', host='x.test', title='Cafés',

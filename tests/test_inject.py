@@ -14,8 +14,8 @@ from beamcrawl.pipelines.cli import main
 from tests.conftest import kill_when, read_db, run_cli, start_command, write_seeds
 from beamcrawl.transforms.inject import Inject
 from beamcrawl.transforms.policy.inject import InjectRules
-from beamcrawl.transforms.records import crawl_datum
-from beamcrawl.transforms.runtime import counters_of
+from beamcrawl.transforms.storage.records import crawl_datum
+from beamcrawl.transforms.runners.runtime import counters_of
 
 NOW = '2026-11-22T00:00:00Z'
 NOW_MS = 1795305600000

@@ -4,7 +4,7 @@ import pytest
 
 from beamcrawl.transforms.policy.inject import (InjectRules, SeedError, SeedLine, injected_datum,
                                                 merge_injected, parse_seed_line, pick_last)
-from beamcrawl.transforms.records import crawl_datum
+from beamcrawl.transforms.storage.records import crawl_datum
 
 RULES = InjectRules(score_injected=1.0, interval_default=2592000, overwrite=False, update=False,
                     purge_gone=False)

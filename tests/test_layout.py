@@ -6,9 +6,9 @@ import subprocess
 
 import pytest
 
-from beamcrawl.transforms import layout
-from beamcrawl.transforms.errors import LockedError
-from beamcrawl.transforms.layout import CrawlLayout
+from beamcrawl.transforms.storage import layout
+from beamcrawl.transforms.base.errors import LockedError
+from beamcrawl.transforms.storage.layout import CrawlLayout
 
 
 def _version(directory, text):

@@ -12,11 +12,11 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from beamcrawl.pipelines.cli import main
 from tests.conftest import kill_when, run_cli, start_command
-from beamcrawl.transforms.dbio import iter_records, write_avro_file
-from beamcrawl.transforms.layout import CrawlLayout
-from beamcrawl.transforms.linkdb import InvertLinks, MergeInlinks
+from beamcrawl.transforms.storage.parts import iter_records, write_avro_file
+from beamcrawl.transforms.storage.layout import CrawlLayout
+from beamcrawl.transforms.invertlinks import InvertLinks, MergeInlinks
 from beamcrawl.transforms.policy.linkdb import LinkRules, cap_inlinks, invert, truncate_anchor
-from beamcrawl.transforms.records import (CRAWL_DATUM_SCHEMA, INLINKS_SCHEMA, PARSE_DATA_SCHEMA,
+from beamcrawl.transforms.storage.records import (CRAWL_DATUM_SCHEMA, INLINKS_SCHEMA, PARSE_DATA_SCHEMA,
                                           inlinks, parse_data)
 
 RULES = LinkRules(ignore_internal=True, ignore_external=False, max_anchor_length=100,

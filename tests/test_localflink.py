@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from beamcrawl.transforms.localflink import (_JAR, FLINK_VERSION, LocalFlink, default_home,
+from beamcrawl.transforms.runners.localflink import (_JAR, FLINK_VERSION, LocalFlink, default_home,
                                              job_server_digest, remember_home)
 from tests.conftest import ROOT
 

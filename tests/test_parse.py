@@ -10,11 +10,11 @@ from apache_beam.testing.util import assert_that, equal_to
 from beamcrawl.transforms import settings
 from beamcrawl.pipelines.cli import main
 from tests.conftest import read_parts, run_cli, write_seeds
-from beamcrawl.transforms.config import load_config
-from beamcrawl.transforms.layout import CRAWL_PARSE, PARSE_DATA, PARSE_TEXT
+from beamcrawl.transforms.base.config import load_config
+from beamcrawl.transforms.storage.layout import CRAWL_PARSE, PARSE_DATA, PARSE_TEXT
 from beamcrawl.transforms.parse import ParseContent
-from beamcrawl.transforms.records import content
-from beamcrawl.transforms.runtime import counters_of
+from beamcrawl.transforms.storage.records import content
+from beamcrawl.transforms.runners.runtime import counters_of
 
 NOW = '2026-11-22T00:00:00Z'
 PAGE = (b'<html><head><title>T</title><meta http-equiv="refresh" content="2;url=/moved">'

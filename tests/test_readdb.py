@@ -13,7 +13,7 @@ from apache_beam.testing.util import assert_that, equal_to
 from beamcrawl.pipelines.cli import main
 from tests.conftest import run_cli, write_seeds
 from beamcrawl.transforms.readdb import CrawlDbStats, TopScores, format_stats
-from beamcrawl.transforms.records import crawl_datum
+from beamcrawl.transforms.storage.records import crawl_datum
 
 RECORDS = [
     crawl_datum('http://a.test/', 'db_fetched', fetch_time=1000, fetch_interval=86400,

@@ -4,13 +4,13 @@ MimeAdaptive, gone/retry/forceRefetch."""
 import pytest
 
 from beamcrawl.transforms import settings
-from beamcrawl.transforms.config import load_config
-from beamcrawl.transforms.errors import ConfigError
+from beamcrawl.transforms.base.config import load_config
+from beamcrawl.transforms.base.errors import ConfigError
 from beamcrawl.transforms.policy.schedule import (STATE_MODIFIED, STATE_NOTMODIFIED, STATE_UNKNOWN,
                                                   AdaptiveFetchSchedule, DefaultFetchSchedule,
                                                   MimeAdaptiveFetchSchedule, parse_host_intervals,
                                                   parse_mime_rates)
-from beamcrawl.transforms.records import crawl_datum
+from beamcrawl.transforms.storage.records import crawl_datum
 
 DAY = 86400
 MS = 1000

@@ -6,9 +6,9 @@ import os
 
 import pytest
 
-from beamcrawl.transforms.config import load_config, nutch_keys, read_recorded
-from beamcrawl.transforms.errors import ConfigError
-from beamcrawl.transforms.layout import CrawlLayout
+from beamcrawl.transforms.base.config import load_config, nutch_keys, read_recorded
+from beamcrawl.transforms.base.errors import ConfigError
+from beamcrawl.transforms.storage.layout import CrawlLayout
 from tests.conftest import intranet_site, read_db, run_cli, write_seeds
 
 NOW = '1795305600000'

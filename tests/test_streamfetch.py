@@ -1,4 +1,4 @@
-"""The streaming fetch's timer logic (transforms/streamfetch.py) on the local runner: a
+"""The streaming fetch's timer logic (transforms/fetcher/streaming/fetch.py) on the local runner: a
 TestStream advances processing time in steps, requests are simulated (each takes a known time),
 and the times the DoFn starts them are asserted exactly. Nothing sleeps: the timers fire on the
 test stream's clock, and the DoFn takes the time from them (clock=None)."""
@@ -14,11 +14,11 @@ from apache_beam.testing.test_stream import TestStream
 from apache_beam.testing.util import assert_that
 
 from beamcrawl.transforms import settings
-from beamcrawl.transforms.config import load_config
+from beamcrawl.transforms.base.config import load_config
 from beamcrawl.transforms.fetcher.request import Outcome
-from beamcrawl.transforms.layout import CONTENT, CRAWL_FETCH
-from beamcrawl.transforms.records import crawl_datum
-from beamcrawl.transforms.streamfetch import UNRESOLVED, PoliteFetch
+from beamcrawl.transforms.storage.layout import CONTENT, CRAWL_FETCH
+from beamcrawl.transforms.storage.records import crawl_datum
+from beamcrawl.transforms.fetcher.streaming.fetch import UNRESOLVED, PoliteFetch
 from tests.conftest import run_cli
 
 POLL = 0.05
@@ -199,5 +199,5 @@ def test_streaming_fetch_needs_a_streaming_runner(tmp_path):
     (['--runner=FlinkRunner', '--flink_master=jm:9000'], 'jm:9000'),
 ])
 def test_where_a_job_is_cancelled_on_flink(args, rest):
-    from beamcrawl.transforms.portable import flink_rest
+    from beamcrawl.transforms.runners.portable import flink_rest
     assert flink_rest(args, 'localhost:8081') == rest

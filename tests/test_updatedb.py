@@ -12,8 +12,8 @@ from beamcrawl.transforms import settings
 from beamcrawl.pipelines.cli import main
 from tests.conftest import kill_when, read_db, run_cli, start_command, write_db, write_seeds
 from tests.testweb import Page
-from beamcrawl.transforms.dbio import write_avro_file
-from beamcrawl.transforms.records import CRAWL_DATUM_SCHEMA, crawl_datum
+from beamcrawl.transforms.storage.parts import write_avro_file
+from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, crawl_datum
 from beamcrawl.transforms.updatedb import UpdateCrawlDb
 
 DAY = 86400000

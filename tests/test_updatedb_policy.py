@@ -9,7 +9,7 @@ from beamcrawl.transforms.policy.schedule import (AdaptiveFetchSchedule, Default
 from beamcrawl.transforms.policy.scoring import OpicScoring
 from beamcrawl.transforms.policy.updatedb import (UpdateRules, merge_links_only, merge_url,
                                                   top_links)
-from beamcrawl.transforms.records import crawl_datum
+from beamcrawl.transforms.storage.records import crawl_datum
 
 URL = 'http://www.a.test/page'
 DAY = 86400000

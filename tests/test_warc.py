@@ -1,4 +1,4 @@
-"""WARC output: the records of one exchange (transforms/warc.py), the fetch with
+"""WARC output: the records of one exchange (transforms/storage/warc.py), the fetch with
 fetcher.store.warc on the test web, and `beamcrawl warc-export`. Every file is checked with both
 FastWARC's and warcio's digest checkers."""
 
@@ -14,10 +14,10 @@ import pytest
 from fastwarc.warc import ArchiveIterator as FastIterator
 from warcio.archiveiterator import ArchiveIterator as WarcioIterator
 
-from beamcrawl.transforms import warc
-from beamcrawl.transforms.dbio import iter_records
-from beamcrawl.transforms.layout import CONTENT, CRAWL_FETCH, WARC, CrawlLayout
-from beamcrawl.transforms.records import content as content_record
+from beamcrawl.transforms.storage import warc
+from beamcrawl.transforms.storage.parts import iter_records
+from beamcrawl.transforms.storage.layout import CONTENT, CRAWL_FETCH, WARC, CrawlLayout
+from beamcrawl.transforms.storage.records import content as content_record
 from tests.conftest import kill_when, run_cli, start_command, write_seeds
 from tests.testweb import Page, Raw, html_page, redirect
 
@@ -265,7 +265,7 @@ def test_publishing_keeps_the_first_complete_attempt_of_each_url(tmp_path):
     one that never completed: the WARC part holds each done URL's records once."""
     from beamcrawl.transforms.fetcher import journal
     from beamcrawl.transforms.fetcher.request import fetch_record, warc_record
-    from beamcrawl.transforms.records import crawl_datum
+    from beamcrawl.transforms.storage.records import crawl_datum
     journal_dir = str(tmp_path / 'journal')
 
     def attempt(writer, url, body, complete=True):
@@ -298,7 +298,7 @@ def test_publishing_keeps_the_first_complete_attempt_of_each_url(tmp_path):
 def test_a_direct_connection_records_the_peer_address(web):
     """Without a proxy the client knows the address it connected to (WARC-IP-Address)."""
     from beamcrawl.transforms import settings
-    from beamcrawl.transforms.config import load_config
+    from beamcrawl.transforms.base.config import load_config
     from beamcrawl.transforms.fetcher.http import HttpClient
     cfg = load_config(overrides={'http.agent.name': 'testbot', 'fetcher.store.warc': True,
                                  'http.address.allow': '127.0.0.1/32'})

@@ -13,9 +13,9 @@ from typing import Dict, FrozenSet, Optional
 import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindows
 
-from beamcrawl.transforms import metrics
-from beamcrawl.transforms.dbio import Record
-from beamcrawl.transforms.dns import Resolver
+from beamcrawl.transforms.base import metrics
+from beamcrawl.transforms.storage.parts import Record
+from beamcrawl.transforms.fetcher.dns import Resolver
 from beamcrawl.transforms.fetcher import Fetcher, FetcherSettings, HttpSettings
 from beamcrawl.transforms.fetcher.journal import JournalWriter, commit_run
 from beamcrawl.transforms.policy.partition import partition, url_queue

@@ -16,14 +16,16 @@ import apache_beam as beam
 from apache_beam.transforms.combiners import ToList
 from apache_beam.transforms.window import GlobalWindows
 
-from beamcrawl.transforms import avroblocks, layout, metrics
-from beamcrawl.transforms.bulk import Unit
-from beamcrawl.transforms.dbio import Record, write_avro_file
-from beamcrawl.transforms.dns import Resolver
+from beamcrawl.transforms.base import metrics
+from beamcrawl.transforms.storage import layout
+from beamcrawl.transforms.storage import avroblocks
+from beamcrawl.transforms.engine.bulk import Unit
+from beamcrawl.transforms.storage.parts import Record, write_avro_file
+from beamcrawl.transforms.fetcher.dns import Resolver
 from beamcrawl.transforms.policy.generate import GenerateSettings, assign_segments, sort_key
 from beamcrawl.transforms.policy.partition import QUEUE_MODES, partition, queue_key, scatter_key
 from beamcrawl.transforms.policy.urls import UrlPolicy, host_of, scheme_host
-from beamcrawl.transforms.records import (CRAWL_DATUM_SCHEMA, METADATA_GENERATE_TIME,
+from beamcrawl.transforms.storage.records import (CRAWL_DATUM_SCHEMA, METADATA_GENERATE_TIME,
                                           complete_datum)
 
 __all__ = ['SelectForFetch', 'WriteFetchLists', 'MarkGenerated', 'complete_fetch_lists']

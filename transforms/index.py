@@ -11,12 +11,12 @@ from typing import Dict, Optional, Tuple
 
 import apache_beam as beam
 
-from beamcrawl.transforms import metrics
-from beamcrawl.transforms.dbio import Record
+from beamcrawl.transforms.base import metrics
+from beamcrawl.transforms.storage.parts import Record
 from beamcrawl.transforms.policy.indexing import (INDEXABLE, IndexRules, build_document,
                                                   deletion, original_key)
 from beamcrawl.transforms.policy.partition import partition
-from beamcrawl.transforms.shards import update_shard
+from beamcrawl.transforms.storage.shards import update_shard
 
 __all__ = ['JoinByUrl', 'BuildDocuments', 'WriteIndexShards', 'MarkDuplicates', 'DOC', 'DELETE']
 

@@ -8,14 +8,15 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.io.localfilesystem import LocalFileSystem
 
-from beamcrawl.transforms import avroblocks, metrics
-from beamcrawl.transforms.bulk import JoinReducer, Mapper, Unit, read_unit_lines
-from beamcrawl.transforms.dbio import Record
-from beamcrawl.transforms.errors import InputError
+from beamcrawl.transforms.base import metrics
+from beamcrawl.transforms.storage import avroblocks
+from beamcrawl.transforms.engine.bulk import JoinReducer, Mapper, Unit, read_unit_lines
+from beamcrawl.transforms.storage.parts import Record
+from beamcrawl.transforms.base.errors import InputError
 from beamcrawl.transforms.policy.inject import (InjectRules, SeedError, injected_datum,
                                                 merge_injected, parse_seed_line, pick_last)
 from beamcrawl.transforms.policy.urls import UrlPolicy
-from beamcrawl.transforms.records import CRAWL_DATUM_SCHEMA, complete_datum
+from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, complete_datum
 
 __all__ = ['seed_files', 'Inject', 'SeedReader', 'merge_seeds', 'InjectMapper', 'InjectReducer',
            'SEED_INPUT', 'OLD_INPUT']

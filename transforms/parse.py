@@ -13,15 +13,15 @@ from typing import Optional, Tuple
 
 import apache_beam as beam
 
-from beamcrawl.transforms import metrics
-from beamcrawl.transforms.dbio import Record, WriteParts
-from beamcrawl.transforms.layout import CRAWL_PARSE, PARSE_DATA, PARSE_PARTS, PARSE_TEXT
+from beamcrawl.transforms.base import metrics
+from beamcrawl.transforms.storage.parts import Record, WriteParts
+from beamcrawl.transforms.storage.layout import CRAWL_PARSE, PARSE_DATA, PARSE_PARTS, PARSE_TEXT
 from beamcrawl.transforms.policy.html import Parse, parse_document
 from beamcrawl.transforms.policy.outlinks import OutlinkRules, filter_outlinks
 from beamcrawl.transforms.policy.scoring import CRAWL_SCORE_KEY, OpicScoring
 from beamcrawl.transforms.policy.signature import signature
 from beamcrawl.transforms.policy.urls import UrlPolicy, choose_repr
-from beamcrawl.transforms.records import SCHEMAS, crawl_datum, parse_data, parse_text
+from beamcrawl.transforms.storage.records import SCHEMAS, crawl_datum, parse_data, parse_text
 
 __all__ = ['ParseSettings', 'ParseContent', 'write_parse_outputs']
 

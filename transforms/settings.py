@@ -11,7 +11,7 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING, Callable, Iterator, Optional, Tuple
 
-from beamcrawl.transforms.errors import ConfigError
+from beamcrawl.transforms.base.errors import ConfigError
 from beamcrawl.transforms.policy.addresses import AddressPolicy
 from beamcrawl.transforms.policy.generate import GenerateSettings
 from beamcrawl.transforms.policy.indexing import IndexRules

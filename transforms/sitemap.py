@@ -34,16 +34,16 @@ from typing import Deque, Dict, Iterable, List, Optional, Sequence, Tuple
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from beamcrawl.transforms import metrics
+from beamcrawl.transforms.base import metrics
 from beamcrawl.transforms.fetcher import Fetcher, FetcherSettings, HttpSettings
 from beamcrawl.transforms.fetcher.journal import SOURCE_KEY
-from beamcrawl.transforms.interrupts import INTERRUPTED
-from beamcrawl.transforms.layout import CONTENT, CRAWL_FETCH
+from beamcrawl.transforms.runners.interrupts import INTERRUPTED
+from beamcrawl.transforms.storage.layout import CONTENT, CRAWL_FETCH
 from beamcrawl.transforms.policy.sitemaps import (DEFAULT_PRIORITY, SitemapEntry,
                                                   SitemapSettings, fetch_interval, parse_sitemap,
                                                   site_scope, sitemap_host)
 from beamcrawl.transforms.policy.urls import MalformedUrl, UrlPolicy
-from beamcrawl.transforms.records import crawl_datum
+from beamcrawl.transforms.storage.records import crawl_datum
 
 __all__ = ['SitemapCollector', 'CollectSitemaps', 'seed_line', 'sites_of']
 

@@ -16,13 +16,14 @@ from typing import Dict, Optional
 
 import apache_beam as beam
 
-from beamcrawl.transforms import avroblocks, metrics
-from beamcrawl.transforms.bulk import JoinReducer, Mapper, Unit
-from beamcrawl.transforms.datumcodec import datum_score_offset, score_at, with_score
-from beamcrawl.transforms.dbio import Record
+from beamcrawl.transforms.base import metrics
+from beamcrawl.transforms.storage import avroblocks
+from beamcrawl.transforms.engine.bulk import JoinReducer, Mapper, Unit
+from beamcrawl.transforms.storage.datumcodec import datum_score_offset, score_at, with_score
+from beamcrawl.transforms.storage.parts import Record
 from beamcrawl.transforms.policy.updatedb import UpdateRules, merge_links_only, merge_url
 from beamcrawl.transforms.policy.urls import UrlPolicy
-from beamcrawl.transforms.records import (CRAWL_DATUM_SCHEMA, DB_STATUSES, FETCH_STATUSES,
+from beamcrawl.transforms.storage.records import (CRAWL_DATUM_SCHEMA, DB_STATUSES, FETCH_STATUSES,
                                           complete_datum, pack_datum, unpack_datum)
 
 __all__ = ['UpdateCrawlDb', 'tag_segment_record', 'MapRules', 'merge_counted', 'UpdateMapper',

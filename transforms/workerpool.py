@@ -1,40 +1,8 @@
-"""A Beam worker pool for EXTERNAL environments, listening on loopback only by default.
+"""`python -m beamcrawl.transforms.workerpool PORT`: the Beam worker pool that a TaskManager host
+of your own Flink cluster runs (README, "Running on Flink"). The pool itself is
+transforms/runners/workerpool.py; this entry point keeps the documented command working."""
 
-`python -m beamcrawl.transforms.workerpool PORT [HOST]` is Beam's worker_pool_main with one
-change: Beam's binds every interface ([::]), and anyone who can reach a worker pool can make it
-run code. This one listens on HOST (default localhost). Each worker is started as `python` from
-PATH (put this environment's bin/ first).
-"""
-
-import signal
-import sys
-import threading
-
-import grpc
-from apache_beam.portability.api import beam_fn_api_pb2_grpc
-from apache_beam.runners.worker.worker_pool_main import BeamFnExternalWorkerPoolServicer
-from apache_beam.utils import thread_pool_executor
-
-
-def serve(port: int, host: str = 'localhost') -> None:
-    server = grpc.server(thread_pool_executor.shared_unbounded_instance(),
-                         options=[('grpc.http2.max_pings_without_data', 0),
-                                  ('grpc.http2.max_ping_strikes', 0)])
-    address = f'[{host}]:{port}' if ':' in host else f'{host}:{port}'
-    if server.add_insecure_port(address) != port:
-        sys.exit(f'worker pool: cannot listen on {address}')
-    pool = BeamFnExternalWorkerPoolServicer(use_process=True)
-    beam_fn_api_pb2_grpc.add_BeamFnExternalWorkerPoolServicer_to_server(pool, server)
-    server.start()
-    print(f'worker pool listening on {address}', flush=True)
-    done = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: done.set())
-    done.wait()
-    server.stop(0)
-    for worker in list(pool._worker_processes.values()):  # pylint: disable=protected-access
-        worker.terminate()
-
+from beamcrawl.transforms.runners.workerpool import main
 
 if __name__ == '__main__':
-    serve(int(sys.argv[1]), *sys.argv[2:3])
+    main()

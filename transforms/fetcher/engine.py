@@ -22,16 +22,16 @@ import threading
 import time
 from typing import Dict, List, Optional, Tuple
 
-from beamcrawl.transforms import metrics
-from beamcrawl.transforms.dns import Resolver
+from beamcrawl.transforms.base import metrics
+from beamcrawl.transforms.fetcher.dns import Resolver
 from beamcrawl.transforms.fetcher.http import HttpClient, HttpSettings
 from beamcrawl.transforms.fetcher.journal import SOURCE_KEY
-from beamcrawl.transforms.interrupts import INTERRUPTED
+from beamcrawl.transforms.runners.interrupts import INTERRUPTED
 from beamcrawl.transforms.fetcher.monitor import Monitor, Progress, log_progress
 from beamcrawl.transforms.fetcher.redirects import target_record
 from beamcrawl.transforms.fetcher.request import Outcome, Requester, fetch_record, warc_record
 from beamcrawl.transforms.fetcher.settings import FetcherSettings
-from beamcrawl.transforms.layout import CONTENT, CRAWL_FETCH, WARC
+from beamcrawl.transforms.storage.layout import CONTENT, CRAWL_FETCH, WARC
 from beamcrawl.transforms.policy.partition import url_queue
 from beamcrawl.transforms.policy.politeness import FetchQueues
 from beamcrawl.transforms.policy.urls import UrlPolicy

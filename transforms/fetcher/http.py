@@ -3,7 +3,7 @@ conditional GET, a content limit, and gzip/deflate decoded here with a hard cap 
 (urllib3's decoder is bypassed so that a gzip bomb cannot exhaust memory). Every request runs
 under the guards of guard.py: a deadline for the whole request, and (without a proxy) the
 address policy checked on the address actually connected to. With `keep_exchange`, a response
-also carries the exchange as it went over the wire (for WARC records: transforms/warc.py)."""
+also carries the exchange as it went over the wire (for WARC records: transforms/storage/warc.py)."""
 
 import dataclasses
 import email.utils
@@ -19,7 +19,7 @@ from requests.adapters import HTTPAdapter
 from beamcrawl.transforms.fetcher.guard import DeniedAddress, Watchdog, guarded_pool_classes
 from beamcrawl.transforms.policy.addresses import AddressPolicy
 from beamcrawl.transforms.policy.headers import Headers
-from beamcrawl.transforms.warc import RawExchange
+from beamcrawl.transforms.storage.warc import RawExchange
 
 __all__ = ['HttpSettings', 'HttpResponse', 'HttpClient', 'http_date']
 

@@ -18,7 +18,7 @@ block. Records of a URL that is not done are dropped: the URL is fetched again.
 A resumed fetch reads every journal first: done URLs are not requested again, and the last
 request to each politeness queue sets when its next request may start. At the end, the journal
 files become the segment's crawl_fetch and content parts, and the WARC journal records become
-the segment's WARC files (transforms/warc.py): the WARC records themselves (gzip members) are
+the segment's WARC files (transforms/storage/warc.py): the WARC records themselves (gzip members) are
 made when the page arrives, the journal keeps them with the URL they belong to until the fetch
 is published.
 """
@@ -32,11 +32,11 @@ import fastavro
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from beamcrawl.transforms import layout
-from beamcrawl.transforms.dbio import write_avro_file
-from beamcrawl.transforms.layout import CONTENT, CRAWL_FETCH, WARC
-from beamcrawl.transforms.records import CONTENT_SCHEMA, CRAWL_DATUM_SCHEMA
-from beamcrawl.transforms.warc import write_warc_file
+from beamcrawl.transforms.storage import layout
+from beamcrawl.transforms.storage.parts import write_avro_file
+from beamcrawl.transforms.storage.layout import CONTENT, CRAWL_FETCH, WARC
+from beamcrawl.transforms.storage.records import CONTENT_SCHEMA, CRAWL_DATUM_SCHEMA
+from beamcrawl.transforms.storage.warc import write_warc_file
 
 __all__ = ['SOURCE_KEY', 'WarcInfo', 'WARC_JOURNAL_SCHEMA', 'JournalWriter', 'JournalState',
            'read_journals', 'commit_run', 'publish_journals', 'publish_attempts', 'queue_times_of',

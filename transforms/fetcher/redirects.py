@@ -10,7 +10,7 @@ import urllib.parse
 from typing import Optional, Tuple
 
 from beamcrawl.transforms.policy.urls import UrlPolicy, choose_repr
-from beamcrawl.transforms.records import crawl_datum
+from beamcrawl.transforms.storage.records import crawl_datum
 
 __all__ = ['redirect_target', 'target_record']
 

@@ -1,5 +1,5 @@
 """One URL's request and the records it gives: shared by the batch engine (engine.py) and the
-streaming fetch (transforms/streamfetch.py), so that both decide alike.
+streaming fetch (transforms/fetcher/streaming/fetch.py), so that both decide alike.
 
 `Requester.fetch(record)` applies the address policy, robots.txt (per site, through a
 RobotsCache) and a Crawl-delay above the maximum, then sends the GET and returns an `Outcome`:
@@ -14,19 +14,19 @@ import time
 import urllib.parse
 from typing import Callable, Dict, List, Optional, Tuple
 
-from beamcrawl.transforms import metrics
+from beamcrawl.transforms.base import metrics
 from beamcrawl.transforms.fetcher.http import HttpClient
 from beamcrawl.transforms.fetcher.journal import SOURCE_KEY
 from beamcrawl.transforms.fetcher.redirects import redirect_target, target_record
 from beamcrawl.transforms.fetcher.robots_cache import RobotsCache
 from beamcrawl.transforms.fetcher.settings import FetcherSettings
-from beamcrawl.transforms.layout import CONTENT, CRAWL_FETCH, WARC
+from beamcrawl.transforms.storage.layout import CONTENT, CRAWL_FETCH, WARC
 from beamcrawl.transforms.policy.protocol import (CONTENT_KEPT, NOT_ATTEMPTED, fetch_status,
                                                   protocol_status)
 from beamcrawl.transforms.policy.scoring import CRAWL_SCORE_KEY
 from beamcrawl.transforms.policy.urls import UrlPolicy
-from beamcrawl.transforms.records import content as content_record
-from beamcrawl.transforms.warc import exchange_records
+from beamcrawl.transforms.storage.records import content as content_record
+from beamcrawl.transforms.storage.warc import exchange_records
 
 __all__ = ['Outcome', 'Requester', 'fetch_record', 'outcome_records', 'warc_record']
 

@@ -35,7 +35,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from beamcrawl.transforms.policy.updatedb import UpdateRules, merge_url
-from beamcrawl.transforms.records import crawl_datum
+from beamcrawl.transforms.storage.records import crawl_datum
 
 __all__ = ['CHANGE_MODELS', 'REFERENCE_POLICIES', 'Population', 'make_population', 'Result',
            'simulate_schedule', 'simulate_reference', 'parse_sweep']

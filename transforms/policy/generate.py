@@ -19,7 +19,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from beamcrawl.transforms.policy.schedule import should_fetch
 from beamcrawl.transforms.policy.scoring import OpicScoring
-from beamcrawl.transforms.records import METADATA_GENERATE_TIME, STATUS_CODES
+from beamcrawl.transforms.storage.records import METADATA_GENERATE_TIME, STATUS_CODES
 
 __all__ = ['GenerateSettings', 'sort_key', 'assign_segments', 'Assignment',
            'segment_names', 'REJECT_REASONS']

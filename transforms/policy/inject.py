@@ -16,7 +16,7 @@ import math
 import re
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from beamcrawl.transforms.records import METADATA_FIXED_INTERVAL, crawl_datum
+from beamcrawl.transforms.storage.records import METADATA_FIXED_INTERVAL, crawl_datum
 
 __all__ = ['SeedLine', 'SeedError', 'parse_seed_line', 'InjectRules', 'injected_datum',
            'merge_injected', 'pick_last']

@@ -9,7 +9,7 @@ from typing import Callable, List, Optional
 
 from beamcrawl.transforms.policy.schedule import (MS_PER_S, STATE_MODIFIED, STATE_NOTMODIFIED,
                                                   FetchSchedule)
-from beamcrawl.transforms.records import crawl_datum
+from beamcrawl.transforms.storage.records import crawl_datum
 
 __all__ = ['SimResult', 'simulate']
 

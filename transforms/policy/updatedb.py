@@ -24,7 +24,7 @@ from typing import List, Optional, Sequence, Tuple
 from beamcrawl.transforms.policy.protocol import NOT_ATTEMPTED
 from beamcrawl.transforms.policy.schedule import (STATE_MODIFIED, STATE_NOTMODIFIED, STATE_UNKNOWN,
                                                   FetchSchedule)
-from beamcrawl.transforms.records import METADATA_GENERATE_TIME, STATUS_CODES
+from beamcrawl.transforms.storage.records import METADATA_GENERATE_TIME, STATUS_CODES
 
 __all__ = ['UpdateRules', 'merge_url', 'pick_fetch', 'top_links', 'merge_links_only']
 

@@ -6,13 +6,13 @@ before the first bundle, on every large stage). beamcrawl starts its workers dif
 
 * `ForkServer`: just before a pipeline runs, the command forks a small server process. It is a
   copy of the command with everything imported (and no thread, no gRPC channel yet). The runner
-  starts `python -m beamcrawl.transforms.localworker --attach SOCKET` for each worker: a tiny
+  starts `python -m beamcrawl.transforms.runners.localworker --attach SOCKET` for each worker: a tiny
   client that hands its environment (the runner's control address) to the server, which forks
   a worker from itself at once, and then waits for that worker to end, with its exit code. When
   the client is killed (the runner stopping), the worker stops too; when the command ends, the
   server does.
 * When the command has threads running (forking would copy their locks in whatever state they
-  are), the runner starts `python -m beamcrawl.transforms.localworker` instead: a new
+  are), the runner starts `python -m beamcrawl.transforms.runners.localworker` instead: a new
   interpreter, as Beam's mode does.
 
 Either way the worker runs Beam's SDK harness with these settings:
@@ -92,7 +92,7 @@ def _leave(code: int) -> None:
 def worker_command(server: Optional['ForkServer']) -> str:
     """The shell command the runner starts per worker."""
     import shlex
-    command = f'{shlex.quote(sys.executable)} -m beamcrawl.transforms.localworker'
+    command = f'{shlex.quote(sys.executable)} -m beamcrawl.transforms.runners.localworker'
     return command + (f' --attach {shlex.quote(server.path)}' if server else '')
 
 

@@ -10,9 +10,10 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.transforms.window import GlobalWindows
 
-from beamcrawl.transforms import avroblocks, layout
-from beamcrawl.transforms.errors import InputError
-from beamcrawl.transforms.records import complete_datum
+from beamcrawl.transforms.storage import layout
+from beamcrawl.transforms.storage import avroblocks
+from beamcrawl.transforms.base.errors import InputError
+from beamcrawl.transforms.storage.records import complete_datum
 
 __all__ = ['check_avro_files', 'ReadParts', 'ReadCrawlDb', 'WriteParts', 'iter_records',
            'count_records', 'write_avro_file', 'Record']

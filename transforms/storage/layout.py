@@ -30,7 +30,7 @@ from apache_beam.io.filesystem import BeamIOError
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.io.localfilesystem import LocalFileSystem
 
-from beamcrawl.transforms.errors import InputError, LockedError
+from beamcrawl.transforms.base.errors import InputError, LockedError
 
 log = logging.getLogger('beamcrawl')
 
@@ -507,7 +507,7 @@ class CrawlLayout:
         self.segments = _join(self.root, 'segments')
         self.tmp = _join(self.root, '.tmp')
         self.index = _join(self.root, 'index')
-        # The site settings this crawl directory was created with (transforms/config.py).
+        # The site settings this crawl directory was created with (transforms/base/config.py).
         self.site_conf = _join(self.root, SITE_CONF)
 
     def segment(self, name: str) -> str:

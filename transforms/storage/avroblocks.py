@@ -29,10 +29,10 @@ import fastavro
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from beamcrawl.transforms import layout
-from beamcrawl.transforms.datumcodec import encode_datum, varint
-from beamcrawl.transforms.errors import InputError
-from beamcrawl.transforms.records import CRAWL_DATUM_SCHEMA
+from beamcrawl.transforms.storage import layout
+from beamcrawl.transforms.storage.datumcodec import encode_datum, varint
+from beamcrawl.transforms.base.errors import InputError
+from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA
 
 __all__ = ['Header', 'Block', 'check_regular', 'read_header', 'scan_blocks', 'read_records',
            'PartWriter', 'read_keyed', 'keys_path', 'Keys', 'KeyedPart', 'open_keyed',

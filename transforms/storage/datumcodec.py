@@ -20,7 +20,7 @@ import re
 import struct
 from typing import Dict, Optional, Tuple
 
-from beamcrawl.transforms.records import CRAWL_DATUM_SCHEMA, STATUSES
+from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, STATUSES
 
 __all__ = ['encode_datum', 'varint', 'datum_score_offset', 'score_at', 'with_score']
 

@@ -3,7 +3,7 @@
 The local runner: with no `--runner`, beamcrawl runs on Beam's FnApiRunner: in this process for
 small work, and with one worker process per core (`runner.local.workers`) when a stage has at
 least `runner.local.parallel.records` input records — Beam's lossless multi-process mode, with
-beamcrawl's worker entry point (transforms/localworker.py). `--direct_num_workers` and
+beamcrawl's worker entry point (transforms/runners/localworker.py). `--direct_num_workers` and
 `--direct_running_mode` on the command line win over both settings. Beam's `DirectRunner` would first try to download and start
 the Prism runner, then fall back; `--runner DirectRunner` is still accepted and gives the same
 results. The direct runner's multi-threading mode is refused: in Beam 2.77 it loses records in
@@ -21,9 +21,9 @@ import apache_beam as beam
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options import pipeline_options as po
 
-from beamcrawl.transforms import portable
-from beamcrawl.transforms.errors import UserError
-from beamcrawl.transforms.metrics import NAMESPACE
+from beamcrawl.transforms.runners import portable
+from beamcrawl.transforms.base.errors import UserError
+from beamcrawl.transforms.base.metrics import NAMESPACE
 
 __all__ = ['parse_now', 'format_time', 'split_beam_args', 'local_workers', 'make_pipeline',
            'run_pipeline', 'counters_of']
@@ -166,7 +166,7 @@ def make_pipeline(beam_args: Sequence[str], cfg, records: int = 0) -> beam.Pipel
     """A Pipeline on the requested runner, or the local runner when none is given (in this
     process, or with worker processes for a stage of `records` ≥ runner.local.parallel.records
     input records). On a portable runner (Flink) the job server is shared by the whole process
-    and the workers are probed once before the first pipeline (transforms/portable.py)."""
+    and the workers are probed once before the first pipeline (transforms/runners/portable.py)."""
     options = po.PipelineOptions(list(beam_args))
     mode = options.view_as(po.DirectOptions).direct_running_mode
     if mode == _LOSSY_DIRECT_MODE:
@@ -181,7 +181,7 @@ def make_pipeline(beam_args: Sequence[str], cfg, records: int = 0) -> beam.Pipel
         if workers <= 1:
             return beam.Pipeline(runner=FnApiRunner(), options=options)
         from apache_beam.transforms.environments import SubprocessSDKEnvironment
-        from beamcrawl.transforms import localworker
+        from beamcrawl.transforms.runners import localworker
         options.view_as(po.DirectOptions).direct_num_workers = workers
         options.view_as(po.WorkerOptions).default_sdk_harness_log_level = 'WARNING'
         server = localworker.ForkServer() if localworker.ForkServer.usable() else None

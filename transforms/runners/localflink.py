@@ -49,9 +49,9 @@ import urllib.request
 import zipfile
 from typing import Dict, List, Optional, Tuple
 
-from beamcrawl.transforms.config import bundled_conf_dir
-from beamcrawl.transforms.errors import UserError
-from beamcrawl.transforms.layout import process_alive as pid_alive
+from beamcrawl.transforms.base.config import bundled_conf_dir, source_tree
+from beamcrawl.transforms.base.errors import UserError
+from beamcrawl.transforms.storage.layout import process_alive as pid_alive
 
 __all__ = ['LocalFlink', 'FLINK_VERSION', 'BEAM_RUNNER_VERSION', 'PORTS', 'DEFAULT_PORTS',
            'DEFAULT_BIND', 'default_home', 'remember_home', 'job_server_digest', 'pid_alive']
@@ -121,8 +121,8 @@ def _state_file() -> str:
 def _source_home() -> str:
     """.flink beside the source tree of a checkout (where run_local.sh has always kept it); the
     user's cache folder for an installed copy (site-packages is no place for 400 MB)."""
-    tree = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    if os.path.isfile(os.path.join(tree, 'setup.py')):
+    tree = source_tree()
+    if tree is not None:
         return os.path.join(tree, '.flink')
     cache = os.environ.get('XDG_CACHE_HOME') or os.path.join(os.path.expanduser('~'), '.cache')
     return os.path.join(cache, 'beamcrawl', 'flink')
@@ -405,7 +405,7 @@ class LocalFlink:
             log.info('flink: starting a Beam worker pool on port %d (%s)', self.ports['pool'],
                      self.python)
             self._spawn('worker pool', 'workerpool', [
-                self.python, '-m', 'beamcrawl.transforms.workerpool',
+                self.python, '-m', 'beamcrawl.transforms.runners.workerpool',
                 str(self.ports['pool']), self.bind], env)
         self._wait_ready()
         log.info('flink: listening on %s', self.listening())

@@ -34,11 +34,11 @@ _REMOTE = None
 def from_worker(error: BaseException):
     """The UserError that a worker process raised, when `error` is the runner's report of it
     (Beam sends a worker's exception to the command as text: its traceback, ending with
-    `beamcrawl.transforms.errors.InputError: message [while running 'Step']`); else None."""
+    `beamcrawl.transforms.base.errors.InputError: message [while running 'Step']`); else None."""
     import re
     global _REMOTE  # pylint: disable=global-statement
     if _REMOTE is None:
-        _REMOTE = re.compile(r'beamcrawl\.transforms\.errors\.(\w+): (.*?)'
+        _REMOTE = re.compile(r'beamcrawl\.transforms\.base\.errors\.(\w+): (.*?)'
                              r'(?: \[while running [^\]]*\])*\s*$', re.M)
     matches = list(_REMOTE.finditer(str(error)))
     if not matches:

@@ -16,9 +16,10 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 import yaml
 from apache_beam.io.filesystems import FileSystems
 
-from beamcrawl.transforms.errors import ConfigError
+from beamcrawl.transforms.base.errors import ConfigError
 
 __all__ = ['Config', 'KeySpec', 'Recorded', 'load_config', 'load_specs', 'bundled_conf_dir',
+           'source_tree',
            'read_recorded', 'recorded_text', 'nutch_keys']
 
 _TYPES = ('int', 'float', 'bool', 'str', 'enum', 'list')
@@ -26,11 +27,18 @@ _TRUE = {'true', 'yes', 'on', '1'}
 _FALSE = {'false', 'no', 'off', '0'}
 
 
+def source_tree() -> Optional[str]:
+    """The top folder of the source tree beamcrawl runs from (the one with setup.py), or None
+    for an installed copy."""
+    top = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir))
+    return top if os.path.isfile(os.path.join(top, 'setup.py')) else None
+
+
 def bundled_conf_dir() -> str:
     """The directory holding crawler-default.yaml and the bundled rule files."""
-    here = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'conf')
-    if os.path.isfile(os.path.join(here, 'crawler-default.yaml')):
-        return here
+    tree = source_tree()
+    if tree is not None:
+        return os.path.join(tree, 'conf')
     import importlib.resources  # installed without the source tree: conf/ is package data
     return str(importlib.resources.files('beamcrawl.conf'))
 

@@ -56,22 +56,22 @@ from apache_beam.transforms.userstate import (BagStateSpec, ReadModifyWriteState
                                               on_timer)
 from apache_beam.utils.timestamp import Duration, Timestamp
 
-from beamcrawl.transforms import metrics
-from beamcrawl.transforms.dbio import Record, iter_records
-from beamcrawl.transforms.dns import Resolver
-from beamcrawl.transforms.errors import UserError
+from beamcrawl.transforms.base import metrics
+from beamcrawl.transforms.storage.parts import Record, iter_records
+from beamcrawl.transforms.fetcher.dns import Resolver
+from beamcrawl.transforms.base.errors import UserError
 from beamcrawl.transforms.fetcher.http import HttpClient, HttpSettings
 from beamcrawl.transforms.fetcher.journal import JournalWriter, read_journals
 from beamcrawl.transforms.fetcher.request import (Outcome, Requester, fetch_record,
                                                   outcome_records)
 from beamcrawl.transforms.fetcher.settings import FetcherSettings
-from beamcrawl.transforms.interrupts import INTERRUPTED
+from beamcrawl.transforms.runners.interrupts import INTERRUPTED
 from beamcrawl.transforms.fetcher.journal import SOURCE_KEY
-from beamcrawl.transforms.layout import CRAWL_FETCH
+from beamcrawl.transforms.storage.layout import CRAWL_FETCH
 from beamcrawl.transforms.policy.partition import url_queue
 from beamcrawl.transforms.policy.politeness import FetchQueue, request_ended
 from beamcrawl.transforms.policy.urls import UrlPolicy
-from beamcrawl.transforms.portable import cancel_job
+from beamcrawl.transforms.runners.portable import cancel_job
 
 __all__ = ['PoliteFetch', 'StreamingFetchSegment', 'FetchListStayingOpen', 'run_until_drained',
            'ThreadedRequests', 'UNRESOLVED']

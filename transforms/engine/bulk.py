@@ -35,9 +35,10 @@ import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from beamcrawl.transforms import avroblocks, metrics
-from beamcrawl.transforms.dbio import named
-from beamcrawl.transforms.layout import PARTITIONS_NOTE, DbLayout, part_file
+from beamcrawl.transforms.base import metrics
+from beamcrawl.transforms.storage import avroblocks
+from beamcrawl.transforms.storage.parts import named
+from beamcrawl.transforms.storage.layout import PARTITIONS_NOTE, DbLayout, part_file
 
 __all__ = ['Unit', 'avro_units', 'text_units', 'partitions_for', 'Mapper', 'Reducer', 'MapReduce',
            'read_unit_lines', 'choose_partitions', 'aligned_parts', 'join_sorted', 'join_keyed',

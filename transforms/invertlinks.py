@@ -5,13 +5,14 @@ from typing import Dict, List, Optional, Tuple
 import apache_beam as beam
 
 
-from beamcrawl.transforms import avroblocks, metrics
-from beamcrawl.transforms.bulk import JoinReducer, Mapper
-from beamcrawl.transforms.dbio import Record
-from beamcrawl.transforms.layout import PARTITIONS_NOTE
+from beamcrawl.transforms.base import metrics
+from beamcrawl.transforms.storage import avroblocks
+from beamcrawl.transforms.engine.bulk import JoinReducer, Mapper
+from beamcrawl.transforms.storage.parts import Record
+from beamcrawl.transforms.storage.layout import PARTITIONS_NOTE
 from beamcrawl.transforms.policy.linkdb import LinkRules, Pair, cap_inlinks, invert
 from beamcrawl.transforms.policy.urls import UrlPolicy
-from beamcrawl.transforms.records import INLINKS_SCHEMA, inlink_pairs, inlinks as inlinks_record
+from beamcrawl.transforms.storage.records import INLINKS_SCHEMA, inlink_pairs, inlinks as inlinks_record
 
 __all__ = ['InvertLinks', 'MergeInlinks', 'InlinksCombineFn', 'PARTITIONS_NOTE',
            'InvertMapper', 'InlinksReducer', 'PARSE_INPUT', 'OLD_INPUT']
