@@ -17,7 +17,7 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from beamcrawl.transforms.base import metrics
 from beamcrawl.transforms.engine import bulk
-from beamcrawl.transforms.storage import avroblocks
+from beamcrawl.transforms.storage import container, keysfile, partwriter
 from beamcrawl.transforms.storage.parts import iter_records, write_avro_file
 from beamcrawl.transforms.base.errors import InputError
 from beamcrawl.transforms.storage.layout import DbLayout
@@ -49,9 +49,9 @@ def test_part_writer_mixes_encoded_and_raw_records_into_a_valid_file(tmp_path):
     source = str(tmp_path / 'source.avro')
     write_avro_file(source, CRAWL_DATUM_SCHEMA, records)
     out = str(tmp_path / 'part-00000.avro')
-    with avroblocks.PartWriter(out, CRAWL_DATUM_SCHEMA) as writer:
+    with partwriter.PartWriter(out, CRAWL_DATUM_SCHEMA) as writer:
         assert not os.path.exists(out)               # appears only when complete
-        for i, (record, raw) in enumerate(avroblocks.read_records(source)):
+        for i, (record, raw) in enumerate(container.read_records(source)):
             if i % 2:
                 writer.write_raw(raw)
             else:
@@ -59,14 +59,14 @@ def test_part_writer_mixes_encoded_and_raw_records_into_a_valid_file(tmp_path):
     assert os.path.exists(out) and not glob.glob(str(tmp_path / '.*inprogress'))
     with open(out, 'rb') as f:
         assert list(fastavro.reader(f)) == records
-    header, blocks = avroblocks.scan_blocks(out)
+    header, blocks = container.scan_blocks(out)
     assert len(blocks) > 1 and sum(b.count for b in blocks) == len(records)
 
 
 def test_part_writer_discards_the_file_on_error(tmp_path):
     out = str(tmp_path / 'part-00000.avro')
     with pytest.raises(RuntimeError):
-        with avroblocks.PartWriter(out, CRAWL_DATUM_SCHEMA) as writer:
+        with partwriter.PartWriter(out, CRAWL_DATUM_SCHEMA) as writer:
             writer.write(_datums(1)[0])
             raise RuntimeError('stop')
     assert os.listdir(tmp_path) == []
@@ -78,13 +78,13 @@ def test_blocks_read_in_any_split_give_every_record_once_with_its_bytes(tmp_path
     with open(path, 'wb') as f:
         fastavro.writer(f, fastavro.parse_schema(CRAWL_DATUM_SCHEMA), records, codec='deflate',
                         sync_interval=2000)
-    _, blocks = avroblocks.scan_blocks(path)
+    _, blocks = container.scan_blocks(path)
     offsets = [b.offset for b in blocks]
     halves = [offsets[0::2], offsets[1::2]]
-    got = [r for half in halves for r, _ in avroblocks.read_records(path, half)]
+    got = [r for half in halves for r, _ in container.read_records(path, half)]
     assert sorted(got, key=lambda r: r['url']) == sorted(records, key=lambda r: r['url'])
     schema = fastavro.parse_schema(CRAWL_DATUM_SCHEMA)
-    for record, raw in avroblocks.read_records(path, offsets[:2]):
+    for record, raw in container.read_records(path, offsets[:2]):
         assert fastavro.schemaless_reader(io.BytesIO(raw), schema) == record
 
 
@@ -100,7 +100,7 @@ def test_units_cover_every_record_whatever_the_codec(tmp_path, codec):
     native = codec in ('null', 'deflate')
     assert len(units) > 1 if native else len(units) == 1      # bzip2: read whole by fastavro
     assert all(u.raw_ok == native for u in units)
-    got = [(r, raw) for u in units for r, raw in avroblocks.read_records(u.path, u.blocks)]
+    got = [(r, raw) for u in units for r, raw in container.read_records(u.path, u.blocks)]
     assert [r for r, _ in got] == records
     assert all((raw is not None) == native for _, raw in got)
 
@@ -131,7 +131,7 @@ def test_damaged_files_are_input_errors_naming_the_file(tmp_path, damage):
     open(path, 'wb').write(bytes(data))
     with pytest.raises(InputError) as e:
         bulk.avro_units([('old', path)], schema=CRAWL_DATUM_SCHEMA, per_unit=100)
-        list(avroblocks.read_records(path))
+        list(container.read_records(path))
     assert str(e.value).startswith(path + ': ')
 
 
@@ -172,7 +172,7 @@ def _native_db(directory, records, n, keys=False):
         part = sorted(part, key=lambda r: r['url'])
         if keys:
             os.makedirs(directory, exist_ok=True)
-            with avroblocks.PartWriter(path, CRAWL_DATUM_SCHEMA, keys=True) as out:
+            with partwriter.PartWriter(path, CRAWL_DATUM_SCHEMA, keys=True) as out:
                 for record in part:
                     out.write(record)
         else:
@@ -215,7 +215,7 @@ def test_join_sorted_refuses_an_old_part_out_of_order():
 def _write_join(entries, path):
     """Writes what a reducer would: a touched or new URL as a fresh record, an untouched one
     as its bytes."""
-    with avroblocks.PartWriter(path, CRAWL_DATUM_SCHEMA, keys=True) as out:
+    with partwriter.PartWriter(path, CRAWL_DATUM_SCHEMA, keys=True) as out:
         for url, status, raw, _, values in entries(out):
             if values is None:
                 out.write_raw(raw, url, status)
@@ -230,40 +230,40 @@ def test_join_keyed_writes_what_the_record_by_record_join_writes(tmp_path, seed)
     rnd = random.Random(seed)
     records = sorted(_datums(rnd.choice([0, 1, 5, 900, 3000]), seed), key=lambda r: r['url'])
     old = str(tmp_path / 'part-00000.avro')
-    with avroblocks.PartWriter(old, CRAWL_DATUM_SCHEMA, keys=True) as out:
+    with partwriter.PartWriter(old, CRAWL_DATUM_SCHEMA, keys=True) as out:
         for record in records:
             out.write(record)
     urls = [r['url'] for r in records]
     touched = rnd.sample(urls, rnd.randint(0, len(urls)))
     news = [f'http://h{j % 7}.test/{rnd.choice("aqz")}/{j}' for j in range(rnd.randint(0, 200))]
     groups = {url: ['v'] * rnd.randint(1, 3) for url in touched + news}
-    part = avroblocks.open_keyed(old)
+    part = keysfile.open_keyed(old)
     copied = bytearray()
     _write_join(lambda out: bulk.join_keyed(part, groups, out, copied),
                 str(tmp_path / 'keyed.avro'))
     _write_join(lambda out: bulk.join_sorted(
-        ((u, s, raw, None) for u, s, raw in avroblocks.read_keyed(old)), groups),
+        ((u, s, raw, None) for u, s, raw in keysfile.read_keyed(old)), groups),
         str(tmp_path / 'sorted.avro'))
-    keyed, by_record = (list(avroblocks.read_records(str(tmp_path / name)))
+    keyed, by_record = (list(container.read_records(str(tmp_path / name)))
                         for name in ('keyed.avro', 'sorted.avro'))
     assert keyed == by_record
     assert len(keyed) == len(set(urls) | set(groups))
-    assert list(avroblocks.read_keyed(str(tmp_path / 'keyed.avro'))) == \
-        list(avroblocks.read_keyed(str(tmp_path / 'sorted.avro')))
+    assert list(keysfile.read_keyed(str(tmp_path / 'keyed.avro'))) == \
+        list(keysfile.read_keyed(str(tmp_path / 'sorted.avro')))
     untouched = [r['status'] for r in records if r['url'] not in groups]
     assert sorted(part.keys.statuses[i] for i in copied) == sorted(untouched)
 
 
 class _CopyMapper(bulk.Mapper):
     def map(self, unit, counts):
-        for record, raw in avroblocks.read_records(unit.path, unit.blocks):
+        for record, raw in container.read_records(unit.path, unit.blocks):
             counts.inc(metrics.CRAWLDB_RECORDS)
             yield record['url'], raw
 
 
 class _CopyReducer(bulk.Reducer):
     def reduce(self, index, groups, path, counts):
-        with avroblocks.PartWriter(path, CRAWL_DATUM_SCHEMA) as out:
+        with partwriter.PartWriter(path, CRAWL_DATUM_SCHEMA) as out:
             for url in sorted(groups):
                 for raw in groups[url]:
                     out.write_raw(raw)
@@ -497,19 +497,19 @@ def test_invertlinks_gives_one_result_whatever_the_layout_and_the_workers(tmp_pa
 def test_keys_files_let_unchanged_records_be_copied_undecoded(tmp_path):
     records = sorted(_datums(2000), key=lambda r: r['url'])
     part = str(tmp_path / 'part-00000.avro')
-    with avroblocks.PartWriter(part, CRAWL_DATUM_SCHEMA, keys=True) as out:
+    with partwriter.PartWriter(part, CRAWL_DATUM_SCHEMA, keys=True) as out:
         for r in records:
             out.write(r)
-    assert os.path.exists(avroblocks.keys_path(part))
-    keyed = list(avroblocks.read_keyed(part))
-    decoded = list(avroblocks.read_records(part))
+    assert os.path.exists(keysfile.keys_path(part))
+    keyed = list(keysfile.read_keyed(part))
+    decoded = list(container.read_records(part))
     assert [(u, s) for u, s, _ in keyed] == [(r['url'], r['status']) for r, _ in decoded]
     assert [raw for _, _, raw in keyed] == [raw for _, raw in decoded]
     write_avro_file(part, CRAWL_DATUM_SCHEMA, records)    # rewritten by another writer
-    assert avroblocks.read_keyed(part) is None            # the stale keys file is not used
-    with open(avroblocks.keys_path(part), 'wb') as f:
+    assert keysfile.read_keyed(part) is None            # the stale keys file is not used
+    with open(keysfile.keys_path(part), 'wb') as f:
         f.write(b'BCKEYS1\n{not json')
-    assert avroblocks.read_keyed(part) is None
+    assert keysfile.read_keyed(part) is None
 
 
 def test_a_second_updatedb_gives_the_same_with_or_without_keys_files(tmp_path):

@@ -13,12 +13,13 @@ from operator import itemgetter
 from typing import Dict, Optional, Tuple
 
 import apache_beam as beam
+import fastavro
 from apache_beam.transforms.combiners import ToList
 from apache_beam.transforms.window import GlobalWindows
 
 from beamcrawl.transforms.base import metrics
 from beamcrawl.transforms.storage import layout
-from beamcrawl.transforms.storage import avroblocks
+from beamcrawl.transforms.storage import container
 from beamcrawl.transforms.engine.bulk import Unit
 from beamcrawl.transforms.storage.parts import Record, write_avro_file
 from beamcrawl.transforms.fetcher.dns import Resolver
@@ -37,13 +38,13 @@ def _truncate(items: list, keep: int) -> None:
     del items[keep:]
 
 
-_DATUM = avroblocks.fastavro.parse_schema(CRAWL_DATUM_SCHEMA)
+_DATUM = fastavro.parse_schema(CRAWL_DATUM_SCHEMA)
 
 
 def _decoded(record) -> dict:
     """A candidate as a dict (it may travel as its encoded bytes, see _SelectFn)."""
     if isinstance(record, bytes):
-        return avroblocks.fastavro.schemaless_reader(io.BytesIO(record), _DATUM)
+        return fastavro.schemaless_reader(io.BytesIO(record), _DATUM)
     return record
 
 
@@ -83,7 +84,7 @@ class _SelectFn(beam.DoFn):
             return
         select = self._select
         raw_ok = item.raw_ok
-        for record, raw in avroblocks.read_records(item.path, item.blocks, with_raw=raw_ok):
+        for record, raw in container.read_records(item.path, item.blocks, with_raw=raw_ok):
             selected = select(record, raw) if raw_ok else select(complete_datum(record))
             if selected is not None:
                 yield selected

@@ -9,7 +9,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.io.localfilesystem import LocalFileSystem
 
 from beamcrawl.transforms.base import metrics
-from beamcrawl.transforms.storage import avroblocks
+from beamcrawl.transforms.storage import container
 from beamcrawl.transforms.engine.bulk import JoinReducer, Mapper, Unit, read_unit_lines
 from beamcrawl.transforms.storage.parts import Record
 from beamcrawl.transforms.base.errors import InputError
@@ -251,7 +251,7 @@ class InjectMapper(Mapper):
                 if seed is not None:
                     yield seed[0], (SEED,) + seed[1]
             return
-        for record, raw in avroblocks.read_records(unit.path, unit.blocks):
+        for record, raw in container.read_records(unit.path, unit.blocks):
             if not unit.raw_ok:
                 record = complete_datum(record)
             yield from self.old_item(record, raw if unit.raw_ok else None, counts)

@@ -6,7 +6,7 @@ import apache_beam as beam
 
 
 from beamcrawl.transforms.base import metrics
-from beamcrawl.transforms.storage import avroblocks
+from beamcrawl.transforms.storage import container
 from beamcrawl.transforms.engine.bulk import JoinReducer, Mapper
 from beamcrawl.transforms.storage.parts import Record
 from beamcrawl.transforms.storage.layout import PARTITIONS_NOTE
@@ -137,11 +137,11 @@ class InvertMapper(Mapper):
 
     def map(self, unit, counts):
         if unit.tag == OLD_INPUT:
-            for record, raw in avroblocks.read_records(unit.path, unit.blocks):
+            for record, raw in container.read_records(unit.path, unit.blocks):
                 yield from self.old_item(record, raw if unit.raw_ok else None, counts)
             return
         inverted = 0
-        for parse_data, _ in avroblocks.read_records(unit.path, unit.blocks, with_raw=False):
+        for parse_data, _ in container.read_records(unit.path, unit.blocks, with_raw=False):
             links = ((o['to_url'], o['anchor']) for o in parse_data['outlinks'])
             for target, pair in invert(parse_data['url'], links, self.rules, self.policy,
                                        normalize=self.normalize, filter_urls=self.filter_urls):

@@ -17,7 +17,7 @@ from typing import Dict, Optional
 import apache_beam as beam
 
 from beamcrawl.transforms.base import metrics
-from beamcrawl.transforms.storage import avroblocks
+from beamcrawl.transforms.storage import container
 from beamcrawl.transforms.engine.bulk import JoinReducer, Mapper, Unit
 from beamcrawl.transforms.storage.datumcodec import datum_score_offset, score_at, with_score
 from beamcrawl.transforms.storage.parts import Record
@@ -150,7 +150,7 @@ class UpdateMapper(Mapper):
         rules = self.rules
         raw_ok = unit.raw_ok and rules.keeps_urls
         old = unit.tag == OLD_INPUT
-        for record, raw in avroblocks.read_records(unit.path, unit.blocks, with_raw=old):
+        for record, raw in container.read_records(unit.path, unit.blocks, with_raw=old):
             if not unit.raw_ok:
                 record = complete_datum(record)
             if old:

@@ -3,7 +3,7 @@
     work units ──Map──▶ per-partition spill files ──GroupByKey(partition)──▶ Reduce ──▶ part-P
 
 * A work unit is a run of Avro blocks of one input file (or a byte range of a text file), cut in
-  the driver from block headers alone (avroblocks.scan_blocks), so that every worker gets a
+  the driver from block headers alone (container.scan_blocks), so that every worker gets a
   similar share however the inputs are split into files.
 * The map side (a `Mapper`) turns each record into (url, item) pairs; items are collected per
   partition (crc32(url) mod N, policy/partition.py) and written as one pickle file per unit and
@@ -32,11 +32,12 @@ from typing import (Dict, Iterable, Iterator, List, MutableSequence, NamedTuple,
                     Sequence, Tuple)
 
 import apache_beam as beam
+import fastavro
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from beamcrawl.transforms.base import metrics
-from beamcrawl.transforms.storage import avroblocks
+from beamcrawl.transforms.storage import container, keysfile, partwriter
 from beamcrawl.transforms.storage.parts import named
 from beamcrawl.transforms.storage.layout import PARTITIONS_NOTE, DbLayout, part_file
 
@@ -72,10 +73,10 @@ def avro_units(inputs: Sequence[Tuple[str, str]], *, schema: dict, per_unit: int
     """Units of about `per_unit` records over (tag, path) Avro inputs. `raw_ok` says whether
     a file's records are encoded exactly as `schema` (then unchanged records are copied)."""
     units: List[Unit] = []
-    parsed = avroblocks.fastavro.parse_schema(schema)
+    parsed = fastavro.parse_schema(schema)
     index = first_index
     for tag, path in inputs:
-        header, blocks = avroblocks.scan_blocks(path)
+        header, blocks = container.scan_blocks(path)
         raw_ok = header.schema == parsed and header.codec in ('null', 'deflate')
         if not blocks:
             continue
@@ -210,7 +211,7 @@ def join_sorted(old: Iterable[Entry], groups: Dict[str, list]
         i += 1
 
 
-def join_keyed(part: avroblocks.KeyedPart, groups: Dict[str, list], out: avroblocks.PartWriter,
+def join_keyed(part: keysfile.KeyedPart, groups: Dict[str, list], out: partwriter.PartWriter,
                copied: MutableSequence[int]
                ) -> Iterator[Tuple[str, Optional[str], Optional[bytes], None, list]]:
     """join_sorted for an old part with its keys file (sorted by URL: the caller checks),
@@ -224,7 +225,7 @@ def join_keyed(part: avroblocks.KeyedPart, groups: Dict[str, list], out: avroblo
     urls, index, statuses, lengths = keys.urls, keys.status_index, keys.statuses, keys.lengths
     new = sorted(groups)
     n, k = len(new), 0
-    for first, count, data in avroblocks.keyed_blocks(part):
+    for first, count, data in keysfile.keyed_blocks(part):
         view = memoryview(data)
         j, pos, last = first, 0, first + count
         while j < last:
@@ -259,7 +260,7 @@ class JoinReducer(Reducer):
     """A Reducer that merges a partition's groups with the same partition of the old database
     when that one is partitioned the same way (`old_parts`): the old part is streamed in one
     pass beside the sorted groups (`write_joined`), never mapped; with its keys file
-    (avroblocks.read_keyed), the old records that nothing changes are not even decoded.
+    (keysfile.read_keyed), the old records that nothing changes are not even decoded.
     Without an old part, or when it turns out not to be sorted, the old records go into the
     groups (`old_items`) and the partition is written from them (`write_grouped`). Parts are
     written sorted by URL, with their keys files."""
@@ -275,24 +276,24 @@ class JoinReducer(Reducer):
 
     def decode(self, raw: bytes) -> dict:
         """An old record from its encoded bytes (the database's own schema)."""
-        return avroblocks.fastavro.schemaless_reader(io.BytesIO(raw), self._parsed())
+        return fastavro.schemaless_reader(io.BytesIO(raw), self._parsed())
 
     def _parsed(self):
         parsed = self.__dict__.get('_parsed_schema')
         if parsed is None:
-            parsed = self._parsed_schema = avroblocks.fastavro.parse_schema(self.schema)
+            parsed = self._parsed_schema = fastavro.parse_schema(self.schema)
         return parsed
 
     def old_items(self, record: dict, raw: Optional[bytes], counts
                   ) -> Iterable[Tuple[str, object]]:
         raise NotImplementedError
 
-    def write_joined(self, joined, out: avroblocks.PartWriter, counts) -> None:
+    def write_joined(self, joined, out: partwriter.PartWriter, counts) -> None:
         """Writes the partition from join_sorted's tuples; `record` may be None where `raw` is
         there (decode it when it is needed)."""
         raise NotImplementedError
 
-    def write_grouped(self, groups: Dict[str, list], out: avroblocks.PartWriter,
+    def write_grouped(self, groups: Dict[str, list], out: partwriter.PartWriter,
                       counts) -> None:
         raise NotImplementedError
 
@@ -307,7 +308,7 @@ class JoinReducer(Reducer):
         """Counts the records the join copied ({status: number}), as write_joined would have."""
 
     def _old_entries(self, path: str, raw_ok: bool) -> Iterator[Entry]:
-        keyed = avroblocks.read_keyed(path) if raw_ok else None
+        keyed = keysfile.read_keyed(path) if raw_ok else None
         if keyed is not None:
             for url, status, raw in keyed:
                 yield url, status, raw, None
@@ -316,24 +317,24 @@ class JoinReducer(Reducer):
             yield record[0]['url'], record[0].get('status'), record[1], record[0]
 
     def _old_records(self, path: str, raw_ok: bool):
-        for record, raw in avroblocks.read_records(path, with_raw=raw_ok):
+        for record, raw in container.read_records(path, with_raw=raw_ok):
             yield (record, raw) if raw_ok and raw is not None else (self.complete(record), None)
 
     def reduce(self, index, groups, path, counts):
         old_path = self.old_parts.get(index)
         if old_path is not None:
-            raw_ok = avroblocks.read_header(old_path).schema == self._parsed()
-            part = avroblocks.open_keyed(old_path) if raw_ok else None
+            raw_ok = container.read_header(old_path).schema == self._parsed()
+            part = keysfile.open_keyed(old_path) if raw_ok else None
             if part is not None and self.copies_unchanged(part.keys.statuses) and \
                     _strictly_sorted(part.keys.urls):
                 copied = bytearray()
-                with avroblocks.PartWriter(path, self.schema, keys=True) as out:
+                with partwriter.PartWriter(path, self.schema, keys=True) as out:
                     self.write_joined(join_keyed(part, groups, out, copied), out, counts)
                 by_status = {status: copied.count(i) for i, status in enumerate(part.keys.statuses)}
                 self.count_copied({s: n for s, n in by_status.items() if n}, counts)
                 return
             try:
-                with avroblocks.PartWriter(path, self.schema, keys=True) as out:
+                with partwriter.PartWriter(path, self.schema, keys=True) as out:
                     self.write_joined(join_sorted(self._old_entries(old_path, raw_ok), groups),
                                       out, counts)
                 return
@@ -342,7 +343,7 @@ class JoinReducer(Reducer):
                 for record, raw in self._old_records(old_path, raw_ok):
                     for url, item in self.old_items(record, raw, counts):
                         groups.setdefault(url, []).insert(0, item)
-        with avroblocks.PartWriter(path, self.schema, keys=True) as out:
+        with partwriter.PartWriter(path, self.schema, keys=True) as out:
             self.write_grouped(groups, out, counts)
 
 

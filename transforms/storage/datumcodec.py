@@ -18,11 +18,11 @@ by a count of 0; a float is 4 bytes little-endian.
 
 import re
 import struct
-from typing import Dict, Optional, Tuple
+from typing import Callable, Dict, Optional, Tuple
 
 from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, STATUSES
 
-__all__ = ['encode_datum', 'varint', 'datum_score_offset', 'score_at', 'with_score']
+__all__ = ['encode_datum', 'encoder_for', 'varint', 'datum_score_offset', 'score_at', 'with_score']
 
 _FIELDS = tuple(f['name'] for f in CRAWL_DATUM_SCHEMA['fields'])
 assert _FIELDS == ('url', 'status', 'fetch_time', 'modified_time', 'fetch_interval', 'retries',
@@ -128,6 +128,12 @@ def encode_datum(record: dict) -> Optional[bytes]:
         return None
 
 
+def encoder_for(schema: dict) -> Optional[Callable[[dict], Optional[bytes]]]:
+    """A hand-written encoder giving fastavro's bytes for records of `schema`, when there is
+    one (CrawlDatum: encode_datum, 5× faster); else None (use fastavro)."""
+    return encode_datum if schema == CRAWL_DATUM_SCHEMA else None
+
+
 # -- the score inside an encoded record ----------------------------------------------------------
 # It follows the URL (a length and its bytes) and five varints (status, fetch_time,
 # modified_time, fetch_interval, retries).
@@ -150,7 +156,7 @@ def _varint_at(raw: bytes, pos: int) -> Tuple[int, int]:
 def datum_score_offset(raw: bytes) -> Optional[int]:
     """Where the score of an encoded record starts, when its metadata is empty (so that
     replacing the score is all an inlinks-only update does to it); else None. `raw` is one
-    whole record (a keys file or avroblocks.read_records says where it ends)."""
+    whole record (a keys file or container.read_records says where it ends)."""
     try:
         length, pos = _varint_at(raw, 0)
         m = _FIVE_VARINTS.match(raw, pos + length)

@@ -11,7 +11,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.transforms.window import GlobalWindows
 
 from beamcrawl.transforms.storage import layout
-from beamcrawl.transforms.storage import avroblocks
+from beamcrawl.transforms.storage import container
 from beamcrawl.transforms.base.errors import InputError
 from beamcrawl.transforms.storage.records import complete_datum
 
@@ -30,7 +30,7 @@ def _corrupt(path: str, error: Exception) -> InputError:
 def check_avro_files(paths: List[str]) -> None:
     """Fails fast, naming the file, when a part is not a readable Avro file."""
     for path in paths:
-        avroblocks.check_regular(path)
+        container.check_regular(path)
         try:
             with FileSystems.open(path) as f:
                 reader = fastavro.reader(f)
@@ -59,8 +59,8 @@ def count_records(paths: List[str]) -> int:
     decompressed). A file that is not a regular, readable Avro file is an InputError naming it."""
     total = 0
     for path in paths:
-        avroblocks.check_regular(path)
-        total += sum(block.count for block in avroblocks.scan_blocks(path)[1])
+        container.check_regular(path)
+        total += sum(block.count for block in container.scan_blocks(path)[1])
     return total
 
 
@@ -68,7 +68,7 @@ def iter_records(paths: List[str]) -> Iterator[dict]:
     """Records of Avro part files, read in the driver (small reads: lookups, scratch output).
     A file that is not a regular, readable Avro file is an InputError naming it."""
     for path in paths:
-        avroblocks.check_regular(path)
+        container.check_regular(path)
         try:
             with FileSystems.open(path) as f:
                 yield from fastavro.reader(f)
