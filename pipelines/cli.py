@@ -165,7 +165,7 @@ def record_site_config(name: str, cfg, layout) -> None:
     fetch refusing every intranet URL, a parse dropping every outlink). Done once the command
     has made the directory (a usage error makes nothing and records nothing)."""
     from beamcrawl.transforms.base.config import recorded_text
-    from beamcrawl.transforms.storage.layout import exists, write_file
+    from beamcrawl.transforms.storage.fs import exists, write_file
     if cfg.recorded or not cfg.explicit or not exists(layout.root):
         return
     when = datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')

@@ -47,7 +47,8 @@ def _step(name, argv):
 
 def run(args, cfg, now, beam_args):
     from beamcrawl.transforms.storage.parts import count_records
-    from beamcrawl.transforms.storage.layout import CRAWL_FETCH, CRAWL_PARSE, CrawlLayout
+    from beamcrawl.transforms.storage.layout import CrawlLayout
+    from beamcrawl.transforms.storage.segments import CRAWL_FETCH, CRAWL_PARSE
     if args.rounds < 1:
         raise UserError(f'--rounds {args.rounds}: expected at least 1')
     crawl = CrawlLayout(args.crawl_dir)
@@ -110,7 +111,7 @@ def run(args, cfg, now, beam_args):
 def _unfinished(crawl):
     """The oldest segment an earlier run left half done (generated but not fetched, or fetched
     but not applied to the crawldb), or None."""
-    from beamcrawl.transforms.storage.layout import CRAWL_FETCH, CRAWL_GENERATE
+    from beamcrawl.transforms.storage.segments import CRAWL_FETCH, CRAWL_GENERATE
     applied = set(crawl.crawldb.applied_segments())
     for name in crawl.segment_names():
         if not crawl.has_part(name, CRAWL_GENERATE):
@@ -122,7 +123,7 @@ def _unfinished(crawl):
 
 def _summary(crawl, segment, k, rounds, before, seconds):
     from beamcrawl.transforms.storage.parts import count_records, iter_records
-    from beamcrawl.transforms.storage.layout import CRAWL_FETCH, CRAWL_GENERATE
+    from beamcrawl.transforms.storage.segments import CRAWL_FETCH, CRAWL_GENERATE
     generated = count_records(crawl.part_files(segment, CRAWL_GENERATE))
     statuses = collections.Counter(
         r['status'] for r in iter_records(crawl.part_files(segment, CRAWL_FETCH))

@@ -34,15 +34,15 @@ def run(args, cfg, now, beam_args):
     from beamcrawl.transforms import settings
     from beamcrawl.transforms.base import metrics
     from beamcrawl.transforms.runners import interrupts
-    from beamcrawl.transforms.storage import layout
+    from beamcrawl.transforms.storage import fs
     from beamcrawl.transforms.storage.parts import ReadParts, count_records
     from beamcrawl.transforms.fetch import FetchSegment
     from beamcrawl.transforms.runners.portable import flink_rest
     from beamcrawl.transforms.fetcher.streaming.fetch import (FetchListStayingOpen, StreamingFetchSegment,
                                                   run_until_drained)
     from beamcrawl.transforms.fetcher import journal
-    from beamcrawl.transforms.storage.layout import (CRAWL_FETCH, CRAWL_GENERATE, FETCH_PARTS, WARC,
-                                             CrawlLayout)
+    from beamcrawl.transforms.storage.layout import CrawlLayout
+    from beamcrawl.transforms.storage.segments import CRAWL_FETCH, CRAWL_GENERATE, FETCH_PARTS, WARC
     from beamcrawl.transforms.storage.records import complete_datum
     from beamcrawl.transforms.runners.runtime import make_pipeline, run_pipeline
     if not cfg['http.agent.name'].strip():
@@ -107,7 +107,7 @@ def run(args, cfg, now, beam_args):
             journal.publish_attempts(journal_dir, tmp, after.done, info)
         else:
             journal.publish_journals(journal_dir, run_id, tmp, before.done, info)
-    layout.delete(journal_dir)
+    fs.delete(journal_dir)
     statuses = {k.split('.', 2)[2]: v for k, v in counters.items()
                 if k.startswith('fetch.status.')}
     protocols = {k[len(metrics.FETCH_PROTOCOL):]: v for k, v in counters.items()
@@ -168,7 +168,7 @@ def _queue_times(crawl, segment, before):
     """When each queue may be requested first: after its last request in the previous fetched
     segment of the crawl dir, and in the earlier runs of this fetch (the later of the two)."""
     from beamcrawl.transforms.fetcher import journal
-    from beamcrawl.transforms.storage.layout import CRAWL_FETCH
+    from beamcrawl.transforms.storage.segments import CRAWL_FETCH
     times = {}
     for name in reversed(crawl.segment_names()):
         if name != segment and crawl.has_part(name, CRAWL_FETCH):

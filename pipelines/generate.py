@@ -38,7 +38,8 @@ def run(args, cfg, now, beam_args):
     from beamcrawl.transforms.storage.parts import ReadCrawlDb, WriteParts
     from beamcrawl.transforms.generate import (
         MarkGenerated, SelectForFetch, WriteFetchLists, complete_fetch_lists)
-    from beamcrawl.transforms.storage.layout import CRAWL_GENERATE, CrawlLayout
+    from beamcrawl.transforms.storage.layout import CrawlLayout
+    from beamcrawl.transforms.storage.segments import CRAWL_GENERATE
     from beamcrawl.transforms.policy.generate import segment_names
     from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA
     from beamcrawl.transforms.runners.runtime import make_pipeline, run_pipeline

@@ -34,9 +34,10 @@ def run(args, cfg, now, beam_args):
     from apache_beam.io.filesystems import FileSystems
     from beamcrawl.pipelines.dedup import mark_duplicates
     from beamcrawl.transforms import settings
-    from beamcrawl.transforms.storage import layout
+    from beamcrawl.transforms.storage import fs
     from beamcrawl.transforms.index import WriteIndexShards
-    from beamcrawl.transforms.storage.layout import CRAWL_PARSE, CrawlLayout
+    from beamcrawl.transforms.storage.layout import CrawlLayout
+    from beamcrawl.transforms.storage.segments import CRAWL_PARSE
     from beamcrawl.transforms.runners.runtime import make_pipeline, run_pipeline
     from beamcrawl.transforms.storage.shards import update_shard
     crawl = CrawlLayout(args.crawl_dir)
@@ -87,7 +88,7 @@ def run(args, cfg, now, beam_args):
             with FileSystems.open(FileSystems.join(scratch, 'written.json')) as f:
                 written = {int(k): v for k, v in json.load(f).items()}
         finally:
-            layout.delete(scratch)
+            fs.delete(scratch)
         for number in range(shards):          # a new index gets every shard, empty or not
             if number not in written and crawl.index_shard(number) not in present:
                 written[number] = crawl.new_shard_dir(number)
@@ -110,7 +111,7 @@ def _entries(p, crawl, names, rules, shards):
     import apache_beam as beam
     from beamcrawl.transforms.storage.parts import ReadCrawlDb, ReadParts
     from beamcrawl.transforms.index import BuildDocuments, JoinByUrl
-    from beamcrawl.transforms.storage.layout import PARSE_DATA, PARSE_TEXT
+    from beamcrawl.transforms.storage.segments import PARSE_DATA, PARSE_TEXT
     def parts(part):
         streams = [p | f'Read_{part}_{n}' >> ReadParts(crawl.part_files(n, part))
                    | f'Tag_{part}_{n}' >> beam.Map(lambda r, n=n: (n, r)) for n in names]

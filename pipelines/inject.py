@@ -56,7 +56,7 @@ def inject_files(crawl, paths, cfg, now, beam_args, *, overwrite=False, update=F
     counters."""
     from beamcrawl.transforms import settings
     from beamcrawl.transforms.engine import bulk
-    from beamcrawl.transforms.storage import layout
+    from beamcrawl.transforms.storage import databases
     from beamcrawl.transforms.inject import (
         InjectMapper, InjectReducer, OLD_INPUT, SEED_INPUT, SeedReader)
     from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA
@@ -85,7 +85,7 @@ def inject_files(crawl, paths, cfg, now, beam_args, *, overwrite=False, update=F
             reducer=InjectReducer(rules, mapper, old_parts), partitions=partitions,
             scratch=new.scratch, out_dir=new.dir)
         counters = run_pipeline(p, command)
-        crawl.crawldb.write_note(new.dir, layout.PARTITIONS_NOTE, str(partitions))
+        crawl.crawldb.write_note(new.dir, databases.PARTITIONS_NOTE, str(partitions))
     return counters
 
 

@@ -28,14 +28,15 @@ def add_arguments(parser):
 def run(args, cfg, now, beam_args):
     from beamcrawl.transforms import settings
     from beamcrawl.transforms.engine import bulk
-    from beamcrawl.transforms.storage import layout
-    from beamcrawl.transforms.storage.layout import CrawlLayout, PARTITIONS_NOTE
+    from beamcrawl.transforms.storage import segments
+    from beamcrawl.transforms.storage.layout import CrawlLayout
+    from beamcrawl.transforms.storage.databases import PARTITIONS_NOTE
     from beamcrawl.transforms.invertlinks import InlinksReducer, InvertMapper, OLD_INPUT, PARSE_INPUT
     from beamcrawl.transforms.storage.records import INLINKS_SCHEMA, PARSE_DATA_SCHEMA
     from beamcrawl.transforms.runners.runtime import make_pipeline, run_pipeline
     rules = settings.link_rules(cfg)
     crawl = CrawlLayout(args.crawl_dir)
-    names, _ = crawl.segments_to_apply(crawl.linkdb, args.segments, layout.CRAWL_PARSE)
+    names, _ = crawl.segments_to_apply(crawl.linkdb, args.segments, segments.CRAWL_PARSE)
     if not names:
         print('invertlinks: nothing to do (every parsed segment is inverted already)',
               file=sys.stderr)
@@ -45,7 +46,7 @@ def run(args, cfg, now, beam_args):
     with crawl.linkdb.update(keep_backup=cfg['db.preserve.backup'], command='invertlinks') as new:
         inverted = crawl.linkdb.applied_segments()
         partitions = cfg['linkdb.partitions']
-        files = [f for n in names for f in crawl.part_files(n, layout.PARSE_DATA)]
+        files = [f for n in names for f in crawl.part_files(n, segments.PARSE_DATA)]
         new_units = bulk.avro_units([(PARSE_INPUT, f) for f in files], schema=PARSE_DATA_SCHEMA,
                                     per_unit=bulk.RECORDS_PER_UNIT // _PAGE_WEIGHT)
         # A linkdb partitioned the same way is merged part by part; another is mapped whole.

@@ -16,7 +16,8 @@ def add_arguments(parser):
 
 
 def run(args, cfg, now, beam_args):
-    from beamcrawl.transforms.storage.layout import CONTENT, CRAWL_FETCH, CRAWL_PARSE, CrawlLayout
+    from beamcrawl.transforms.storage.layout import CrawlLayout
+    from beamcrawl.transforms.storage.segments import CONTENT, CRAWL_FETCH, CRAWL_PARSE
     crawl = CrawlLayout(args.crawl_dir)
     segment = crawl.pick_segment(args.segment, CRAWL_PARSE, CRAWL_FETCH, CONTENT)
     parse_segment(crawl, segment, cfg, now, beam_args)
@@ -30,7 +31,7 @@ def parse_segment(crawl, segment, cfg, now, beam_args) -> None:
     from beamcrawl.transforms.base import metrics
     from beamcrawl.transforms.storage.parts import ReadParts
     from beamcrawl.transforms.base.errors import refused_locally
-    from beamcrawl.transforms.storage.layout import CONTENT, PARSE_PARTS
+    from beamcrawl.transforms.storage.segments import CONTENT, PARSE_PARTS
     from beamcrawl.transforms.parse import ParseContent, write_parse_outputs
     from beamcrawl.transforms.runners.runtime import make_pipeline, run_pipeline
     parse, policy = settings.parse_settings(cfg), settings.url_policy(cfg)

@@ -76,7 +76,7 @@ def run(args, cfg, now, beam_args):
 def _stats(crawl, cfg, p, records, as_json):
     import apache_beam as beam
     from apache_beam.io.filesystems import FileSystems
-    from beamcrawl.transforms.storage import layout
+    from beamcrawl.transforms.storage import fs
     from beamcrawl.transforms.readdb import CrawlDbStats, format_stats
     from beamcrawl.transforms.runners.runtime import run_pipeline
     scratch = crawl.scratch_dir('readdb-stats')
@@ -87,11 +87,11 @@ def _stats(crawl, cfg, p, records, as_json):
     try:
         run_pipeline(p, 'readdb --stats')
         lines = []
-        for path in layout.list_files(FileSystems.join(scratch, 'stats*')):
+        for path in fs.list_files(FileSystems.join(scratch, 'stats*')):
             with FileSystems.open(path) as f:
                 lines += f.read().decode('utf-8').splitlines()
     finally:
-        layout.delete(scratch)
+        fs.delete(scratch)
     stats = json.loads(lines[0])
     print(json.dumps(stats, indent=1) if as_json else '\n'.join(format_stats(stats)))
     return 0

@@ -30,7 +30,7 @@ def run(args, cfg, now, beam_args):
     from beamcrawl.transforms import settings
     from beamcrawl.transforms.base import metrics
     from beamcrawl.transforms.runners import interrupts
-    from beamcrawl.transforms.storage import layout
+    from beamcrawl.transforms.storage import fs
     from beamcrawl.transforms.storage.parts import iter_records
     from beamcrawl.transforms.base.errors import Interrupted, UserError
     from beamcrawl.transforms.storage.layout import CrawlLayout
@@ -63,7 +63,7 @@ def run(args, cfg, now, beam_args):
     http = dataclasses.replace(settings.http_settings(cfg, fetcher.threads),
                                content_limit=cfg['sitemap.size.max'], keep_exchange=False)
     scratch = crawl.scratch_dir('sitemap')
-    layout.mkdirs(scratch)
+    fs.mkdirs(scratch)
     try:
         seeds = f'{scratch}/sitemap-urls.txt'
         p = make_pipeline(beam_args, cfg)
@@ -89,7 +89,7 @@ def run(args, cfg, now, beam_args):
                                 normalize=cfg['sitemap.url.normalize'],
                                 filter_urls=cfg['sitemap.url.filter'], command='sitemap')
     finally:
-        layout.delete(scratch)
+        fs.delete(scratch)
     print_summary('sitemap', counters)
     if interrupts.INTERRUPTED.is_set():
         skipped = c(metrics.SITEMAP_SITES_SKIPPED)

@@ -26,7 +26,7 @@ def add_arguments(parser):
 def run(args, cfg, now, beam_args):
     from beamcrawl.transforms import settings
     from beamcrawl.transforms.engine import bulk
-    from beamcrawl.transforms.storage import layout
+    from beamcrawl.transforms.storage import databases, segments
     from beamcrawl.transforms.storage.layout import CrawlLayout
     from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA
     from beamcrawl.transforms.runners.runtime import local_workers, make_pipeline, run_pipeline
@@ -34,7 +34,7 @@ def run(args, cfg, now, beam_args):
         MapRules, OLD_INPUT, SEGMENT_INPUT, UpdateMapper, UpdateReducer)
     crawl = CrawlLayout(args.crawl_dir)
     rules = settings.update_rules(cfg, no_additions=args.no_additions)
-    names, again = crawl.segments_to_apply(crawl.crawldb, args.segments, layout.CRAWL_FETCH)
+    names, again = crawl.segments_to_apply(crawl.crawldb, args.segments, segments.CRAWL_FETCH)
     for name in again:
         log.warning('%s was applied before; applying it again', name)
     if not names:
@@ -43,7 +43,7 @@ def run(args, cfg, now, beam_args):
         return 1
     with crawl.crawldb.update(keep_backup=cfg['db.preserve.backup'], command='updatedb') as new:
         applied = crawl.crawldb.applied_segments()
-        files = [f for n in names for part in (layout.CRAWL_FETCH, layout.CRAWL_PARSE)
+        files = [f for n in names for part in (segments.CRAWL_FETCH, segments.CRAWL_PARSE)
                  if crawl.has_part(n, part) for f in crawl.part_files(n, part)]
         map_rules = MapRules(policy=settings.url_policy(cfg),
                              purge_gone=cfg['db.update.purge.404'],
@@ -69,7 +69,7 @@ def run(args, cfg, now, beam_args):
             partitions=partitions, scratch=new.scratch, out_dir=new.dir)
         counters = run_pipeline(p, 'updatedb')
         crawl.crawldb.write_applied(new.dir, applied + names)
-        crawl.crawldb.write_note(new.dir, layout.PARTITIONS_NOTE, str(partitions))
+        crawl.crawldb.write_note(new.dir, databases.PARTITIONS_NOTE, str(partitions))
     statuses = {k.split('.', 2)[2]: v for k, v in counters.items()
                 if k.startswith('updatedb.status.')}
     print(f'updatedb: applied {", ".join(names)}; {counters.get("updatedb.added", 0)} added, '

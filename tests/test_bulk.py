@@ -20,7 +20,7 @@ from beamcrawl.transforms.engine import bulk
 from beamcrawl.transforms.storage import container, keysfile, partwriter
 from beamcrawl.transforms.storage.parts import iter_records, write_avro_file
 from beamcrawl.transforms.base.errors import InputError
-from beamcrawl.transforms.storage.layout import DbLayout
+from beamcrawl.transforms.storage.databases import DbLayout
 from beamcrawl.transforms.policy.partition import partition
 from beamcrawl.transforms.storage.records import (CRAWL_DATUM_SCHEMA, INLINKS_SCHEMA, PARSE_DATA_SCHEMA,
                                           crawl_datum, inlinks, parse_data)

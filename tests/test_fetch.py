@@ -13,7 +13,7 @@ from tests.conftest import read_parts, run_cli, write_seeds
 from beamcrawl.transforms.base.config import load_config
 from beamcrawl.transforms.fetch import FetchSegment
 from beamcrawl.transforms.fetcher import journal
-from beamcrawl.transforms.storage.layout import CONTENT, CRAWL_FETCH
+from beamcrawl.transforms.storage.segments import CONTENT, CRAWL_FETCH
 from beamcrawl.transforms.storage.records import crawl_datum
 
 NOW = '2026-11-22T00:00:00Z'

@@ -12,7 +12,7 @@ from beamcrawl.transforms import settings
 from beamcrawl.transforms.base.config import load_config
 from beamcrawl.transforms.fetcher.dns import Resolver
 from beamcrawl.transforms.fetcher import Fetcher
-from beamcrawl.transforms.storage.layout import CONTENT, CRAWL_FETCH
+from beamcrawl.transforms.storage.segments import CONTENT, CRAWL_FETCH
 from beamcrawl.transforms.policy.partition import queue_key
 from beamcrawl.transforms.storage.records import crawl_datum
 

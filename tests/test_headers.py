@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from beamcrawl.transforms.storage.layout import CONTENT, CRAWL_FETCH, PARSE_DATA, PARSE_TEXT, CrawlLayout
+from beamcrawl.transforms.storage.layout import CrawlLayout
+from beamcrawl.transforms.storage.segments import CONTENT, CRAWL_FETCH, PARSE_DATA, PARSE_TEXT
 from beamcrawl.transforms.policy.headers import Headers, canonical, header
 from tests.conftest import read_db, read_parts, run_cli, write_seeds
 from tests.testweb import Page, Request, TestWeb, html_page, redirect

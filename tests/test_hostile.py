@@ -14,7 +14,8 @@ from beamcrawl.transforms import settings
 from beamcrawl.transforms.base.config import load_config
 from beamcrawl.transforms.storage.parts import iter_records, write_avro_file
 from beamcrawl.transforms.fetcher import Fetcher
-from beamcrawl.transforms.storage.layout import CONTENT, CRAWL_FETCH, CrawlLayout
+from beamcrawl.transforms.storage.layout import CrawlLayout
+from beamcrawl.transforms.storage.segments import CONTENT, CRAWL_FETCH
 from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, crawl_datum
 from tests import hostileweb
 from tests.conftest import logged_counters, read_db, run_cli, write_seeds

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from beamcrawl.transforms.storage import layout
+from beamcrawl.transforms.storage import fs
 from beamcrawl.transforms.base.errors import LockedError
 from beamcrawl.transforms.storage.layout import CrawlLayout
 
@@ -117,8 +117,8 @@ def test_new_database_has_no_parts(tmp_path):
 
 def test_helpers(tmp_path):
     target = str(tmp_path / 'a' / 'b')
-    layout.mkdirs(target)
-    layout.mkdirs(target)           # idempotent
-    layout.delete(target)
-    layout.delete(target)           # absent is fine
+    fs.mkdirs(target)
+    fs.mkdirs(target)           # idempotent
+    fs.delete(target)
+    fs.delete(target)           # absent is fine
     assert not os.path.exists(target)

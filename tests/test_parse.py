@@ -11,7 +11,7 @@ from beamcrawl.transforms import settings
 from beamcrawl.pipelines.cli import main
 from tests.conftest import read_parts, run_cli, write_seeds
 from beamcrawl.transforms.base.config import load_config
-from beamcrawl.transforms.storage.layout import CRAWL_PARSE, PARSE_DATA, PARSE_TEXT
+from beamcrawl.transforms.storage.segments import CRAWL_PARSE, PARSE_DATA, PARSE_TEXT
 from beamcrawl.transforms.parse import ParseContent
 from beamcrawl.transforms.storage.records import content
 from beamcrawl.transforms.runners.runtime import counters_of

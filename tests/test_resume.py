@@ -15,7 +15,8 @@ import pytest
 
 from beamcrawl.transforms.storage.parts import iter_records
 from beamcrawl.transforms.fetcher.journal import read_journals
-from beamcrawl.transforms.storage.layout import CRAWL_FETCH, CRAWL_GENERATE, CrawlLayout
+from beamcrawl.transforms.storage.layout import CrawlLayout
+from beamcrawl.transforms.storage.segments import CRAWL_FETCH, CRAWL_GENERATE
 from tests.conftest import ROOT, kill_when, read_db, run_cli, start_command, write_seeds
 from tests.testweb import Page, html_page
 

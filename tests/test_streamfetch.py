@@ -16,7 +16,7 @@ from apache_beam.testing.util import assert_that
 from beamcrawl.transforms import settings
 from beamcrawl.transforms.base.config import load_config
 from beamcrawl.transforms.fetcher.request import Outcome
-from beamcrawl.transforms.storage.layout import CONTENT, CRAWL_FETCH
+from beamcrawl.transforms.storage.segments import CONTENT, CRAWL_FETCH
 from beamcrawl.transforms.storage.records import crawl_datum
 from beamcrawl.transforms.fetcher.streaming.fetch import UNRESOLVED, PoliteFetch
 from tests.conftest import run_cli

@@ -18,7 +18,7 @@ from apache_beam.transforms.combiners import ToList
 from apache_beam.transforms.window import GlobalWindows
 
 from beamcrawl.transforms.base import metrics
-from beamcrawl.transforms.storage import layout
+from beamcrawl.transforms.storage import fs, segments
 from beamcrawl.transforms.storage import container
 from beamcrawl.transforms.engine.bulk import Unit
 from beamcrawl.transforms.storage.parts import Record, write_avro_file
@@ -278,7 +278,7 @@ class _WritePartFn(beam.DoFn):
     def process(self, item):
         (segment, part), records = item
         records = sorted(records, key=lambda r: (scatter_key(r['url']), r['url']))
-        path = layout.part_file(self.part_dirs[segment], part)
+        path = fs.part_file(self.part_dirs[segment], part)
         write_avro_file(path, CRAWL_DATUM_SCHEMA, records)
         yield path
 
@@ -339,11 +339,11 @@ def complete_fetch_lists(updates, num_parts: int) -> None:
     received no URL is abandoned; the others get their missing parts as empty files, so that
     every segment has num_parts fetch-list parts."""
     for update in updates:
-        present = set(update.part_files(layout.CRAWL_GENERATE))
+        present = set(update.part_files(segments.CRAWL_GENERATE))
         if not present:
             update.abandon()
             continue
         for index in range(num_parts):
-            path = layout.part_file(update.tmp[layout.CRAWL_GENERATE], index)
+            path = fs.part_file(update.tmp[segments.CRAWL_GENERATE], index)
             if path not in present:
                 write_avro_file(path, CRAWL_DATUM_SCHEMA, [])

@@ -9,7 +9,7 @@ from beamcrawl.transforms.base import metrics
 from beamcrawl.transforms.storage import container
 from beamcrawl.transforms.engine.bulk import JoinReducer, Mapper
 from beamcrawl.transforms.storage.parts import Record
-from beamcrawl.transforms.storage.layout import PARTITIONS_NOTE
+from beamcrawl.transforms.storage.databases import PARTITIONS_NOTE
 from beamcrawl.transforms.policy.linkdb import LinkRules, Pair, cap_inlinks, invert
 from beamcrawl.transforms.policy.urls import UrlPolicy
 from beamcrawl.transforms.storage.records import INLINKS_SCHEMA, inlink_pairs, inlinks as inlinks_record

@@ -15,7 +15,7 @@ import apache_beam as beam
 
 from beamcrawl.transforms.base import metrics
 from beamcrawl.transforms.storage.parts import Record, WriteParts
-from beamcrawl.transforms.storage.layout import CRAWL_PARSE, PARSE_DATA, PARSE_PARTS, PARSE_TEXT
+from beamcrawl.transforms.storage.segments import CRAWL_PARSE, PARSE_DATA, PARSE_PARTS, PARSE_TEXT
 from beamcrawl.transforms.policy.html import Parse, parse_document
 from beamcrawl.transforms.policy.outlinks import OutlinkRules, filter_outlinks
 from beamcrawl.transforms.policy.scoring import CRAWL_SCORE_KEY, OpicScoring

@@ -38,7 +38,7 @@ from beamcrawl.transforms.base import metrics
 from beamcrawl.transforms.fetcher import Fetcher, FetcherSettings, HttpSettings
 from beamcrawl.transforms.fetcher.journal import SOURCE_KEY
 from beamcrawl.transforms.runners.interrupts import INTERRUPTED
-from beamcrawl.transforms.storage.layout import CONTENT, CRAWL_FETCH
+from beamcrawl.transforms.storage.segments import CONTENT, CRAWL_FETCH
 from beamcrawl.transforms.policy.sitemaps import (DEFAULT_PRIORITY, SitemapEntry,
                                                   SitemapSettings, fetch_interval, parse_sitemap,
                                                   site_scope, sitemap_host)

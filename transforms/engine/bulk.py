@@ -39,7 +39,8 @@ from apache_beam.io.filesystems import FileSystems
 from beamcrawl.transforms.base import metrics
 from beamcrawl.transforms.storage import container, keysfile, partwriter
 from beamcrawl.transforms.storage.parts import named
-from beamcrawl.transforms.storage.layout import PARTITIONS_NOTE, DbLayout, part_file
+from beamcrawl.transforms.storage.databases import PARTITIONS_NOTE, DbLayout
+from beamcrawl.transforms.storage.fs import part_file
 
 __all__ = ['Unit', 'avro_units', 'text_units', 'partitions_for', 'Mapper', 'Reducer', 'MapReduce',
            'read_unit_lines', 'choose_partitions', 'aligned_parts', 'join_sorted', 'join_keyed',

@@ -31,7 +31,7 @@ from beamcrawl.transforms.fetcher.monitor import Monitor, Progress, log_progress
 from beamcrawl.transforms.fetcher.redirects import target_record
 from beamcrawl.transforms.fetcher.request import Outcome, Requester, fetch_record, warc_record
 from beamcrawl.transforms.fetcher.settings import FetcherSettings
-from beamcrawl.transforms.storage.layout import CONTENT, CRAWL_FETCH, WARC
+from beamcrawl.transforms.storage.segments import CONTENT, CRAWL_FETCH, WARC
 from beamcrawl.transforms.policy.partition import url_queue
 from beamcrawl.transforms.policy.politeness import FetchQueues
 from beamcrawl.transforms.policy.urls import UrlPolicy

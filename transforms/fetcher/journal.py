@@ -32,9 +32,9 @@ import fastavro
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from beamcrawl.transforms.storage import layout
+from beamcrawl.transforms.storage import fs
 from beamcrawl.transforms.storage.parts import write_avro_file
-from beamcrawl.transforms.storage.layout import CONTENT, CRAWL_FETCH, WARC
+from beamcrawl.transforms.storage.segments import CONTENT, CRAWL_FETCH, WARC
 from beamcrawl.transforms.storage.records import CONTENT_SCHEMA, CRAWL_DATUM_SCHEMA
 from beamcrawl.transforms.storage.warc import write_warc_file
 
@@ -85,7 +85,7 @@ class JournalWriter:
                 continue
             writer = self._writers.get(wanted)
             if writer is None:
-                layout.mkdirs(self.directory)
+                fs.mkdirs(self.directory)
                 handle = FileSystems.create(self.path(wanted),
                                             compression_type=CompressionTypes.UNCOMPRESSED)
                 writer = fastavro.write.Writer(handle, _PARSED[wanted], codec='deflate')
@@ -129,7 +129,7 @@ def _tolerant_records(path: str) -> Iterator[dict]:
 
 
 def _journal_files(journal_dir: str, part: str) -> List[str]:
-    return layout.list_files(FileSystems.join(journal_dir, 'run-*', f'*.{part}.avro'))
+    return fs.list_files(FileSystems.join(journal_dir, 'run-*', f'*.{part}.avro'))
 
 
 class JournalState:
@@ -188,7 +188,7 @@ def run_queue_times(journal_dir: str, run_id: str, before: Dict[str, float]
 def read_journals(journal_dir: str) -> JournalState:
     """The done URLs and queue times of every journal in a segment's journal directory."""
     state = JournalState()
-    if not layout.exists(journal_dir):
+    if not fs.exists(journal_dir):
         return state
     records = []
     for path in sorted(_journal_files(journal_dir, CRAWL_FETCH)):
@@ -204,7 +204,7 @@ def read_journals(journal_dir: str) -> JournalState:
 def commit_run(journal_dir: str, run_id: str, paths: List[str]) -> str:
     """Records the journal files of a run's committed bundles (the runner may have retried
     others; their files are not used); returns the commit file's path."""
-    layout.mkdirs(journal_dir)
+    fs.mkdirs(journal_dir)
     path = FileSystems.join(journal_dir, f'run-{run_id}.committed')
     with FileSystems.create(path) as f:
         f.write(json.dumps(sorted(paths)).encode('utf-8'))
@@ -229,11 +229,11 @@ class WarcInfo:
 def _write_part(part: str, directory: str, index: int, records: Iterable[dict],
                 warc_info: Optional[WarcInfo]) -> None:
     if part != WARC:
-        write_avro_file(layout.part_file(directory, index), _SCHEMAS[part], records)
+        write_avro_file(fs.part_file(directory, index), _SCHEMAS[part], records)
         return
     if warc_info is None:
         raise ValueError('publishing WARC files needs their warcinfo')
-    write_warc_file(layout.warc_file(directory, index), warc_info.fields, warc_info.date_ms,
+    write_warc_file(fs.warc_file(directory, index), warc_info.fields, warc_info.date_ms,
                     (record['warc'] for record in records),
                     lambda path: FileSystems.create(
                         path, compression_type=CompressionTypes.UNCOMPRESSED))
@@ -253,13 +253,13 @@ def publish_journals(journal_dir: str, run_id: str, tmp: Dict[str, str],
     committed = set(committed)
     counts = {}
     for part, directory in tmp.items():
-        layout.mkdirs(directory)
+        fs.mkdirs(directory)
         index = 0
         for path in sorted(p for p in _journal_files(journal_dir, part) if p in committed):
             if part == WARC:
                 _write_part(part, directory, index, _tolerant_records(path), warc_info)
             else:
-                layout.rename(path, layout.part_file(directory, index))
+                fs.rename(path, fs.part_file(directory, index))
             index += 1
         if done_before:
             kept = _records_of(journal_dir, part, done_before, exclude_run=run_id)
@@ -325,7 +325,7 @@ def publish_attempts(journal_dir: str, tmp: Dict[str, str], done: Dict[str, dict
     ({part: directory}) with the records of every done URL, each from its first complete
     attempt. Returns {part: number of part files}."""
     for part, directory in tmp.items():
-        layout.mkdirs(directory)
+        fs.mkdirs(directory)
         _write_part(part, directory, 0, _records_of(journal_dir, part, done), warc_info)
     return {part: 1 for part in tmp}
 

@@ -20,7 +20,7 @@ from beamcrawl.transforms.fetcher.journal import SOURCE_KEY
 from beamcrawl.transforms.fetcher.redirects import redirect_target, target_record
 from beamcrawl.transforms.fetcher.robots_cache import RobotsCache
 from beamcrawl.transforms.fetcher.settings import FetcherSettings
-from beamcrawl.transforms.storage.layout import CONTENT, CRAWL_FETCH, WARC
+from beamcrawl.transforms.storage.segments import CONTENT, CRAWL_FETCH, WARC
 from beamcrawl.transforms.policy.protocol import (CONTENT_KEPT, NOT_ATTEMPTED, fetch_status,
                                                   protocol_status)
 from beamcrawl.transforms.policy.scoring import CRAWL_SCORE_KEY

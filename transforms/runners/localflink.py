@@ -51,7 +51,7 @@ from typing import Dict, List, Optional, Tuple
 
 from beamcrawl.transforms.base.config import bundled_conf_dir, source_tree
 from beamcrawl.transforms.base.errors import UserError
-from beamcrawl.transforms.storage.layout import process_alive as pid_alive
+from beamcrawl.transforms.storage.locks import process_alive as pid_alive
 
 __all__ = ['LocalFlink', 'FLINK_VERSION', 'BEAM_RUNNER_VERSION', 'PORTS', 'DEFAULT_PORTS',
            'DEFAULT_BIND', 'default_home', 'remember_home', 'job_server_digest', 'pid_alive']

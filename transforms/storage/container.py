@@ -29,7 +29,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from beamcrawl.transforms.base.errors import InputError
-from beamcrawl.transforms.storage import layout
+from beamcrawl.transforms.storage import fs
 from beamcrawl.transforms.storage.datumcodec import varint
 
 __all__ = ['Header', 'Block', 'MAGIC', 'NATIVE_CODECS', 'check_regular', 'read_header',
@@ -114,7 +114,7 @@ def header_of(f) -> Header:
 def check_regular(path: str) -> None:
     """A part must be a regular file: reading a FIFO or a device named part-N.avro would block
     or never end (InputError naming it otherwise)."""
-    if layout.is_local(path):
+    if fs.is_local(path):
         try:
             mode = os.stat(path).st_mode
         except OSError as e:

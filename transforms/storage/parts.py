@@ -10,7 +10,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.transforms.window import GlobalWindows
 
-from beamcrawl.transforms.storage import layout
+from beamcrawl.transforms.storage import databases, fs
 from beamcrawl.transforms.storage import container
 from beamcrawl.transforms.base.errors import InputError
 from beamcrawl.transforms.storage.records import complete_datum
@@ -107,7 +107,7 @@ class ReadParts(beam.PTransform):
 class ReadCrawlDb(beam.PTransform):
     """CrawlDatum records of the readable crawldb version, with every field present."""
 
-    def __init__(self, db: layout.DbLayout):
+    def __init__(self, db: databases.DbLayout):
         super().__init__()
         self.read = ReadParts(db.part_files())
 
@@ -163,20 +163,20 @@ class _FinalizePartsFn(beam.DoFn):
 
     def process(self, paths):
         paths = sorted(paths)
-        for leftover in layout.list_files(FileSystems.join(self.directory, f'.*{_IN_PROGRESS}')):
+        for leftover in fs.list_files(FileSystems.join(self.directory, f'.*{_IN_PROGRESS}')):
             if leftover not in paths:
-                layout.delete(leftover)
+                fs.delete(leftover)
         if not paths:
             write_avro_file(self._part(0), self.schema, [])
             return
         for index, path in enumerate(paths):
             target = self._part(index)
             if FileSystems.exists(path):      # already renamed by an earlier attempt otherwise
-                layout.rename(path, target)
+                fs.rename(path, target)
             yield target
 
     def _part(self, index: int) -> str:
-        return layout.part_file(self.directory, index)
+        return fs.part_file(self.directory, index)
 
 
 class WriteParts(beam.PTransform):

@@ -67,7 +67,7 @@ from beamcrawl.transforms.fetcher.request import (Outcome, Requester, fetch_reco
 from beamcrawl.transforms.fetcher.settings import FetcherSettings
 from beamcrawl.transforms.runners.interrupts import INTERRUPTED
 from beamcrawl.transforms.fetcher.journal import SOURCE_KEY
-from beamcrawl.transforms.storage.layout import CRAWL_FETCH
+from beamcrawl.transforms.storage.segments import CRAWL_FETCH
 from beamcrawl.transforms.policy.partition import url_queue
 from beamcrawl.transforms.policy.politeness import FetchQueue, request_ended
 from beamcrawl.transforms.policy.urls import UrlPolicy
