@@ -23,18 +23,13 @@ def add_arguments(parser):
 def mark_duplicates(crawl: 'CrawlLayout', cfg, beam_args) -> int:
     """Runs the dedup pipeline on the crawldb; returns how many pages it marked."""
     from beamcrawl.transforms.base import metrics
-    from beamcrawl.transforms.storage.parts import ReadCrawlDb, WriteParts
-    from beamcrawl.transforms.index import MarkDuplicates
-    from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA
+    from beamcrawl.transforms.dedup import Dedup
     from beamcrawl.transforms.runners.runtime import make_pipeline, run_pipeline
     if crawl.crawldb.readable_dir() is None:
         raise UserError(f'{crawl.crawldb.current}: no crawldb (run inject first)')
     with crawl.crawldb.update(keep_backup=cfg['db.preserve.backup'], command='dedup') as new:
         p = make_pipeline(beam_args, cfg)
-        _ = (p
-             | 'ReadCrawlDb' >> ReadCrawlDb(crawl.crawldb)
-             | 'MarkDuplicates' >> MarkDuplicates()
-             | 'WriteCrawlDb' >> WriteParts(new.dir, CRAWL_DATUM_SCHEMA))
+        _ = p | 'Dedup' >> Dedup(crawldb=crawl.crawldb, out=new)
         counters = run_pipeline(p, 'dedup')
         if not counters.get(metrics.DEDUP_DUPLICATES):
             new.discard()                 # nothing changed: keep the current version

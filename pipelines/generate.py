@@ -8,7 +8,6 @@ Prints each new segment's path; exits 1 when nothing is due (no segment is made)
 import contextlib
 import logging
 import sys
-import typing
 
 from beamcrawl.pipelines.cli import run_command
 from beamcrawl.transforms.base.errors import UserError, refused_locally
@@ -32,24 +31,20 @@ def add_arguments(parser):
 
 
 def run(args, cfg, now, beam_args):
-    import apache_beam as beam
     from beamcrawl.transforms import settings
-    from beamcrawl.transforms.engine import bulk
-    from beamcrawl.transforms.storage.parts import ReadCrawlDb, WriteParts
-    from beamcrawl.transforms.generate import (
-        MarkGenerated, SelectForFetch, WriteFetchLists, complete_fetch_lists)
+    from beamcrawl.transforms.generate import (MarkGenerated, SelectForFetch, WriteFetchLists,
+                                               complete_fetch_lists)
+    from beamcrawl.transforms.policy.generate import segment_names
+    from beamcrawl.transforms.runners.runtime import make_pipeline, run_pipeline
     from beamcrawl.transforms.storage.layout import CrawlLayout
     from beamcrawl.transforms.storage.segments import CRAWL_GENERATE
-    from beamcrawl.transforms.policy.generate import segment_names
-    from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA
-    from beamcrawl.transforms.runners.runtime import make_pipeline, run_pipeline
     top_n = _positive(args.top_n) if args.top_n is not None else None
     num_parts, max_segments = _positive(args.num_fetchers), _positive(args.max_num_segments)
     crawl = CrawlLayout(args.crawl_dir)
     if crawl.crawldb.readable_dir() is None:
         raise UserError(f'{crawl.crawldb.current}: no crawldb (run inject first)')
-    policy = settings.url_policy(cfg)
-    select = settings.generate_settings(cfg)
+    policy = settings.url_policy(cfg)          # config errors before the crawldb is locked
+    select_settings = settings.generate_settings(cfg)
     update = cfg['generate.update.crawldb']
     # The crawldb lock is held throughout (no updatedb may change it meanwhile); a new version
     # marking the selected URLs is installed only with generate.update.crawldb, and then it and
@@ -61,22 +56,19 @@ def run(args, cfg, now, beam_args):
         segments = [stack.enter_context(crawl.segment_update(n, (CRAWL_GENERATE,), 'generate',
                                                              publish=not update))
                     for n in names]
-        units = bulk.avro_units([('crawldb', f) for f in crawl.crawldb.part_files()],
-                                schema=CRAWL_DATUM_SCHEMA, per_unit=bulk.RECORDS_PER_UNIT)
-        p = make_pipeline(beam_args, cfg, sum(u.records for u in units))
-        selected = (p | 'CrawlDbUnits' >> beam.Create(units).with_output_types(typing.Any)
-                    | 'SelectForFetch' >> SelectForFetch(
-                        settings=select, policy=policy, now=now, top_n=top_n,
-                        max_count=cfg['generate.max.count'],
-                        count_mode=cfg['generate.count.mode'], max_segments=max_segments,
-                        filter_urls=cfg['generate.filter'] and not args.no_filter))
+        select = SelectForFetch(
+            crawldb=crawl.crawldb, settings=select_settings, policy=policy,
+            now=now, top_n=top_n, max_count=cfg['generate.max.count'],
+            count_mode=cfg['generate.count.mode'], max_segments=max_segments,
+            filter_urls=cfg['generate.filter'] and not args.no_filter)
+        p = make_pipeline(beam_args, cfg, select.weight)
+        selected = p | 'SelectForFetch' >> select
         _ = selected | 'WriteFetchLists' >> WriteFetchLists(
             part_dirs={i + 1: s.tmp[CRAWL_GENERATE] for i, s in enumerate(segments)},
             num_parts=num_parts, mode=cfg['partition.url.mode'], policy=policy)
         if update:
-            _ = (p | 'ReadCrawlDb' >> ReadCrawlDb(crawl.crawldb)
-                 | 'MarkGenerated' >> MarkGenerated(selected=selected, now=now)
-                 | 'WriteCrawlDb' >> WriteParts(db.dir, CRAWL_DATUM_SCHEMA))
+            _ = p | 'MarkGenerated' >> MarkGenerated(crawldb=crawl.crawldb, out=db,
+                                                      selected=selected, now=now)
         counters = run_pipeline(p, 'generate')
         complete_fetch_lists(segments, num_parts)
         made = [crawl.segment(s.segment) for s in segments if not s.abandoned]

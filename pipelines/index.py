@@ -35,7 +35,7 @@ def run(args, cfg, now, beam_args):
     from beamcrawl.pipelines.dedup import mark_duplicates
     from beamcrawl.transforms import settings
     from beamcrawl.transforms.storage import fs
-    from beamcrawl.transforms.index import WriteIndexShards
+    from beamcrawl.transforms.index import IndexEntries, WriteIndexShards
     from beamcrawl.transforms.storage.layout import CrawlLayout
     from beamcrawl.transforms.storage.segments import CRAWL_PARSE
     from beamcrawl.transforms.runners.runtime import make_pipeline, run_pipeline
@@ -49,14 +49,8 @@ def run(args, cfg, now, beam_args):
         raise UserError(f'--output {args.output}: already exists')
     shards = cfg['indexer.shards']
     indexed = set((crawl.index_note(crawl.INDEXED) or '').split())
-    if args.segments:
-        names = [crawl.resolve_segment(s) for s in args.segments]
-        for name in names:
-            if not crawl.has_part(name, CRAWL_PARSE):
-                raise UserError(f'{crawl.segment(name)}: not parsed')
-    else:
-        names = [n for n in crawl.segment_names() if crawl.has_part(n, CRAWL_PARSE)
-                 and (args.format == 'jsonl' or n not in indexed)]
+    names, _ = crawl.segments_to_apply([] if args.format == 'jsonl' else sorted(indexed),
+                                       args.segments, CRAWL_PARSE)
     if not names:
         print('index: nothing to do (every parsed segment is indexed already)',
               file=sys.stderr)
@@ -75,7 +69,8 @@ def run(args, cfg, now, beam_args):
                             f'{shards}: remove {crawl.index} to rebuild the index with {shards}')
         scratch = crawl.scratch_dir('index')
         p = make_pipeline(beam_args, cfg)
-        entries = _entries(p, crawl, names, rules, shards)
+        entries = p | 'IndexEntries' >> IndexEntries(crawl=crawl, segments=names, rules=rules,
+                                                     shards=shards)
         _ = (entries
              | 'WriteShards' >> WriteIndexShards(
                  old_shards={i: crawl.index_shard(i) for i in range(shards)
@@ -107,44 +102,13 @@ def _note(written, path):
     return path
 
 
-def _entries(p, crawl, names, rules, shards):
-    import apache_beam as beam
-    from beamcrawl.transforms.storage.parts import ReadCrawlDb, ReadParts
-    from beamcrawl.transforms.index import BuildDocuments, JoinByUrl
-    from beamcrawl.transforms.storage.segments import PARSE_DATA, PARSE_TEXT
-    def parts(part):
-        streams = [p | f'Read_{part}_{n}' >> ReadParts(crawl.part_files(n, part))
-                   | f'Tag_{part}_{n}' >> beam.Map(lambda r, n=n: (n, r)) for n in names]
-        return streams | f'All_{part}' >> beam.Flatten()
-    inputs = {
-        'crawldb': p | 'ReadCrawlDb' >> ReadCrawlDb(crawl.crawldb),
-        'linkdb': p | 'ReadLinkDb' >> ReadParts(crawl.linkdb.part_files()),
-        'parse_data': parts(PARSE_DATA),
-        'parse_text': parts(PARSE_TEXT),
-    }
-    return (inputs
-            | 'JoinByUrl' >> JoinByUrl()
-            | 'BuildDocuments' >> BuildDocuments(rules=rules, shards=shards))
-
-
 def _jsonl(crawl, names, rules, shards, output, cfg, beam_args):
-    import apache_beam as beam
-    from apache_beam.io.filesystems import FileSystems
-    from beamcrawl.transforms.index import DELETE, DOC
+    from beamcrawl.transforms.index import IndexEntries, WriteJsonLines
     from beamcrawl.transforms.runners.runtime import make_pipeline, run_pipeline
     p = make_pipeline(beam_args, cfg)
-    entries = _entries(p, crawl, names, rules, shards)
-    _ = (entries
-         | 'Docs' >> beam.FlatMap(lambda e: [e[1][1]] if e[1][0] == DOC else [])
-         | 'DocJson' >> beam.Map(lambda d: json.dumps({'id': d['url'], **d}, sort_keys=True,
-                                                      ensure_ascii=False))
-         | 'WriteDocs' >> beam.io.WriteToText(FileSystems.join(output, 'part'),
-                                              file_name_suffix='.jsonl'))
-    _ = (entries
-         | 'Deletions' >> beam.FlatMap(lambda e: [e[1][1]] if e[1][0] == DELETE else [])
-         | 'DeleteJson' >> beam.Map(lambda url: json.dumps({'id': url}))
-         | 'WriteDeletions' >> beam.io.WriteToText(FileSystems.join(output, 'deletions'),
-                                                   file_name_suffix='.jsonl'))
+    _ = (p
+         | 'IndexEntries' >> IndexEntries(crawl=crawl, segments=names, rules=rules, shards=shards)
+         | 'WriteJsonLines' >> WriteJsonLines(output))
     counters = run_pipeline(p, 'index --format jsonl')
     _report(counters, f'wrote documents of {", ".join(names)} to {output}')
     return 0

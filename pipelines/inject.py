@@ -9,11 +9,6 @@ import sys
 from beamcrawl.pipelines.cli import run_command
 from beamcrawl.transforms.base.errors import refused_locally
 
-# A seed line costs about as much as this many crawldb records (it is normalized and filtered),
-# and seed files hold about this many bytes per line: for sizing the work only.
-_SEED_WEIGHT = 4
-_BYTES_PER_SEED = 60
-
 
 def add_arguments(parser):
     parser.add_argument('crawl_dir', metavar='CRAWL_DIR')
@@ -55,38 +50,17 @@ def inject_files(crawl, paths, cfg, now, beam_args, *, overwrite=False, update=F
     """Injects seed files into the crawl's crawldb (one update, under its lock); returns the
     counters."""
     from beamcrawl.transforms import settings
-    from beamcrawl.transforms.engine import bulk
-    from beamcrawl.transforms.storage import databases
-    from beamcrawl.transforms.inject import (
-        InjectMapper, InjectReducer, OLD_INPUT, SEED_INPUT, SeedReader)
-    from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA
-    from beamcrawl.transforms.runners.runtime import local_workers, make_pipeline, run_pipeline
-    policy = settings.url_policy(cfg)
+    from beamcrawl.transforms.inject import Inject
+    from beamcrawl.transforms.runners.runtime import make_pipeline, run_pipeline
+    policy = settings.url_policy(cfg)          # config errors before the crawldb is locked
     rules = settings.inject_rules(cfg, overwrite=overwrite, update=update)
-    reader = SeedReader(paths=paths, policy=policy, rules=rules, now=now,
-                        normalize=normalize, filter_urls=filter_urls)
     with crawl.crawldb.update(keep_backup=cfg['db.preserve.backup'], command=command) as new:
-        seed_units = bulk.text_units([(SEED_INPUT, f) for f in paths],
-                                     per_unit=bulk.BYTES_PER_TEXT_UNIT)
-        old_units = bulk.avro_units([(OLD_INPUT, f) for f in crawl.crawldb.part_files()],
-                                    schema=CRAWL_DATUM_SCHEMA, per_unit=bulk.RECORDS_PER_UNIT,
-                                    first_index=len(seed_units))
-        seeds = sum(u.records for u in seed_units) // _BYTES_PER_SEED
-        records = sum(u.records for u in old_units) + seeds
-        workers = local_workers(beam_args, cfg, records + (_SEED_WEIGHT - 1) * seeds)
-        partitions = bulk.choose_partitions(cfg['crawldb.partitions'], records, workers,
-                                            crawl.crawldb)
-        # A crawldb partitioned the same way is merged part by part, unless URLs may change.
-        old_parts = None if clean_old else bulk.aligned_parts(crawl.crawldb, partitions)
-        mapper = InjectMapper(reader, clean_old=clean_old)
-        p = make_pipeline(beam_args, cfg, records + (_SEED_WEIGHT - 1) * seeds)
-        _ = p | 'Inject' >> bulk.MapReduce(
-            units=seed_units if old_parts else seed_units + old_units, mapper=mapper,
-            reducer=InjectReducer(rules, mapper, old_parts), partitions=partitions,
-            scratch=new.scratch, out_dir=new.dir)
-        counters = run_pipeline(p, command)
-        crawl.crawldb.write_note(new.dir, databases.PARTITIONS_NOTE, str(partitions))
-    return counters
+        stage = Inject(crawldb=crawl.crawldb, out=new, seed_paths=paths, policy=policy,
+                       rules=rules, now=now, partitions=cfg['crawldb.partitions'], normalize=normalize,
+                       filter_urls=filter_urls, filter_normalize_all=clean_old)
+        p = make_pipeline(beam_args, cfg, stage.weight)
+        _ = p | 'Inject' >> stage
+        return run_pipeline(p, command)
 
 
 def print_summary(what, counters):

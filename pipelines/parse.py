@@ -29,18 +29,15 @@ def parse_segment(crawl, segment, cfg, now, beam_args) -> None:
     fetcher.parse is true)."""
     from beamcrawl.transforms import settings
     from beamcrawl.transforms.base import metrics
-    from beamcrawl.transforms.storage.parts import ReadParts
     from beamcrawl.transforms.base.errors import refused_locally
-    from beamcrawl.transforms.storage.segments import CONTENT, PARSE_PARTS
-    from beamcrawl.transforms.parse import ParseContent, write_parse_outputs
+    from beamcrawl.transforms.parse import ParseSegment
     from beamcrawl.transforms.runners.runtime import make_pipeline, run_pipeline
-    parse, policy = settings.parse_settings(cfg), settings.url_policy(cfg)
+    from beamcrawl.transforms.storage.segments import CONTENT, PARSE_PARTS
     with crawl.segment_update(segment, PARSE_PARTS, 'parse') as update:
         p = make_pipeline(beam_args, cfg)
-        outputs = (p
-                   | 'ReadContent' >> ReadParts(crawl.part_files(segment, CONTENT))
-                   | 'ParseContent' >> ParseContent(settings=parse, policy=policy, now=now))
-        write_parse_outputs(outputs, update)
+        _ = p | 'ParseSegment' >> ParseSegment(
+            content_files=crawl.part_files(segment, CONTENT), update=update,
+            settings=settings.parse_settings(cfg), policy=settings.url_policy(cfg), now=now)
         counters = run_pipeline(p, f'parse {segment}')
         denied = counters.get(metrics.PARSE_DENIED, 0)
         if denied and not counters.get(metrics.PARSE_OUTLINKS, 0):

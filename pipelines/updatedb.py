@@ -25,16 +25,15 @@ def add_arguments(parser):
 
 def run(args, cfg, now, beam_args):
     from beamcrawl.transforms import settings
-    from beamcrawl.transforms.engine import bulk
-    from beamcrawl.transforms.storage import databases, segments
+    from beamcrawl.transforms.runners.runtime import make_pipeline, run_pipeline
     from beamcrawl.transforms.storage.layout import CrawlLayout
-    from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA
-    from beamcrawl.transforms.runners.runtime import local_workers, make_pipeline, run_pipeline
-    from beamcrawl.transforms.updatedb import (
-        MapRules, OLD_INPUT, SEGMENT_INPUT, UpdateMapper, UpdateReducer)
+    from beamcrawl.transforms.storage.segments import CRAWL_FETCH, CRAWL_PARSE
+    from beamcrawl.transforms.updatedb import MapRules, UpdateCrawlDb
+    rules = settings.update_rules(cfg, no_additions=args.no_additions)    # config errors first
+    policy = settings.url_policy(cfg)
     crawl = CrawlLayout(args.crawl_dir)
-    rules = settings.update_rules(cfg, no_additions=args.no_additions)
-    names, again = crawl.segments_to_apply(crawl.crawldb, args.segments, segments.CRAWL_FETCH)
+    names, again = crawl.segments_to_apply(crawl.crawldb.applied_segments(),
+                                         args.segments, CRAWL_FETCH)
     for name in again:
         log.warning('%s was applied before; applying it again', name)
     if not names:
@@ -43,33 +42,19 @@ def run(args, cfg, now, beam_args):
         return 1
     with crawl.crawldb.update(keep_backup=cfg['db.preserve.backup'], command='updatedb') as new:
         applied = crawl.crawldb.applied_segments()
-        files = [f for n in names for part in (segments.CRAWL_FETCH, segments.CRAWL_PARSE)
-                 if crawl.has_part(n, part) for f in crawl.part_files(n, part)]
-        map_rules = MapRules(policy=settings.url_policy(cfg),
-                             purge_gone=cfg['db.update.purge.404'],
-                             normalize=cfg['crawldb.url.normalizers'] or args.normalize,
-                             filter_urls=cfg['crawldb.url.filters'] or args.filter)
-        old_units = bulk.avro_units([(OLD_INPUT, f) for f in crawl.crawldb.part_files()],
-                                    schema=CRAWL_DATUM_SCHEMA, per_unit=bulk.RECORDS_PER_UNIT)
-        new_units = bulk.avro_units([(SEGMENT_INPUT, f) for f in files],
-                                    schema=CRAWL_DATUM_SCHEMA, per_unit=bulk.RECORDS_PER_UNIT,
-                                    first_index=len(old_units))
-        records = sum(u.records for u in old_units + new_units)
-        workers = local_workers(beam_args, cfg, records)
-        partitions = bulk.choose_partitions(cfg['crawldb.partitions'], records, workers,
-                                            crawl.crawldb)
-        # A crawldb partitioned the same way is merged part by part, unless URLs may change.
-        old_parts = None if map_rules.normalize else bulk.aligned_parts(crawl.crawldb,
-                                                                        partitions)
-        p = make_pipeline(beam_args, cfg, records)
-        _ = p | 'UpdateCrawlDb' >> bulk.MapReduce(
-            units=new_units if old_parts else old_units + new_units,
-            mapper=UpdateMapper(map_rules),
-            reducer=UpdateReducer(rules, now, map_rules, old_parts),
-            partitions=partitions, scratch=new.scratch, out_dir=new.dir)
+        stage = UpdateCrawlDb(
+            crawldb=crawl.crawldb, out=new, now=now, partitions=cfg['crawldb.partitions'],
+            segment_files=[f for n in names for part in (CRAWL_FETCH, CRAWL_PARSE)
+                           if crawl.has_part(n, part) for f in crawl.part_files(n, part)],
+            rules=rules,
+            map_rules=MapRules(policy=policy,
+                               purge_gone=cfg['db.update.purge.404'],
+                               normalize=cfg['crawldb.url.normalizers'] or args.normalize,
+                               filter_urls=cfg['crawldb.url.filters'] or args.filter))
+        p = make_pipeline(beam_args, cfg, stage.weight)
+        _ = p | 'UpdateCrawlDb' >> stage
         counters = run_pipeline(p, 'updatedb')
-        crawl.crawldb.write_applied(new.dir, applied + names)
-        crawl.crawldb.write_note(new.dir, databases.PARTITIONS_NOTE, str(partitions))
+        new.write_applied(applied + names)
     statuses = {k.split('.', 2)[2]: v for k, v in counters.items()
                 if k.startswith('updatedb.status.')}
     print(f'updatedb: applied {", ".join(names)}; {counters.get("updatedb.added", 0)} added, '

@@ -1,58 +1,8 @@
-"""The command line: argument splitting, --now, errors as one line with exit 2."""
-
-import argparse
+"""The command line: errors as one line with exit 2, advice that fits the error, help."""
 
 import pytest
 
 from tests.conftest import run_cli, write_seeds
-from beamcrawl.transforms.base.errors import UserError
-from beamcrawl.transforms.runners.runtime import parse_now, split_beam_args
-
-
-def _ours():
-    p = argparse.ArgumentParser()
-    p.add_argument('crawl_dir')
-    p.add_argument('segment', nargs='?')
-    p.add_argument('--now')
-    p.add_argument('--top-n')
-    return p
-
-
-@pytest.mark.parametrize('argv,mine,beam', [
-    (['c', '--runner', 'FlinkRunner', 'seg'], ['c', 'seg'], ['--runner', 'FlinkRunner']),
-    (['c', '--runner=FlinkRunner'], ['c'], ['--runner=FlinkRunner']),
-    (['c', '--flink_master', '[local]', '--flink_version', '1.20', '--now', '5'],
-     ['c', '--now', '5'], ['--flink_master', '[local]', '--flink_version', '1.20']),
-    (['c', '--save_main_session', 'seg'], ['c', 'seg'], ['--save_main_session']),
-    (['c', '--environment_type=LOOPBACK', '--top-n', '3'], ['c', '--top-n', '3'],
-     ['--environment_type=LOOPBACK']),
-    (['c', '--not-a-beam-option', 'x'], ['c', '--not-a-beam-option', 'x'], []),
-])
-def test_split_beam_args(argv, mine, beam):
-    assert split_beam_args(argv, _ours()) == (mine, beam)
-
-
-@pytest.mark.parametrize('text,ms', [
-    ('1795305600000', 1795305600000),
-    ('2026-11-22T00:00:00Z', 1795305600000),
-    ('2026-11-22T01:00:00+01:00', 1795305600000),
-    ('2026-11-22T00:00:00.250Z', 1795305600250),
-])
-def test_parse_now(text, ms):
-    assert parse_now(text) == ms
-
-
-@pytest.mark.parametrize('text', ['2026-11-22T00:00:00', 'yesterday', '2026-13-01T00:00:00Z'])
-def test_parse_now_rejects(text):
-    with pytest.raises(UserError):
-        parse_now(text)
-
-
-def test_parse_now_defaults_to_wall_clock():
-    import time
-    before = int(time.time() * 1000)
-    now = parse_now(None)
-    assert before <= now <= int(time.time() * 1000)
 
 
 @pytest.mark.parametrize('args,code,message', [

@@ -9,7 +9,8 @@ import tantivy
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from beamcrawl.transforms.index import BuildDocuments, JoinByUrl, MarkDuplicates
+from beamcrawl.transforms.dedup import MarkDuplicates
+from beamcrawl.transforms.index import BuildDocuments, JoinByUrl
 from beamcrawl.transforms.storage.layout import CrawlLayout
 from beamcrawl.transforms.policy.indexing import (IndexRules, anchors_of, boost,
                                                   build_document, deletion, original_key)

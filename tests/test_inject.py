@@ -4,17 +4,19 @@ import glob
 import json
 import os
 
-import apache_beam as beam
 import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
-from apache_beam.testing.util import assert_that, equal_to
 
 from beamcrawl.transforms import settings
 from beamcrawl.pipelines.cli import main
 from tests.conftest import kill_when, read_db, run_cli, start_command, write_seeds
+from tests.workloads import PARALLEL, assert_partitioned
 from beamcrawl.transforms.inject import Inject
 from beamcrawl.transforms.policy.inject import InjectRules
-from beamcrawl.transforms.storage.records import crawl_datum
+from beamcrawl.transforms.storage.databases import DbLayout, DbUpdate
+from beamcrawl.transforms.storage.parts import iter_records, write_avro_file
+from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, crawl_datum
+from beamcrawl.transforms.engine import units
 from beamcrawl.transforms.runners.runtime import counters_of
 
 NOW = '2026-11-22T00:00:00Z'
@@ -43,19 +45,24 @@ def _rules(**kw):
 
 
 def test_inject_transform(tmp_path, runner, cfg):
+    """The stage's PTransform on a pipeline: seeds and a crawldb in files, the new version
+    written into the update's directory."""
     seeds = write_seeds(tmp_path / 'seeds.txt', ['http://a.test/', 'http://a.test/\tscore=3',
                                                  'http://new.test/', 'bad url'])
-    old = crawl_datum('http://a.test/', 'db_fetched', fetch_time=7, fetch_interval=10, score=0.2)
+    old = crawl_datum('http://a.test/', 'db_fetched', fetch_time=7, fetch_interval=10, score=0.25)
     kept = crawl_datum('http://old.test/', 'db_gone', fetch_time=7, fetch_interval=10)
+    db = DbLayout(str(tmp_path / 'crawldb'), 'crawldb')
+    write_avro_file(f'{db.current}/part-00000.avro', CRAWL_DATUM_SCHEMA, [old, kept])
+    out = DbUpdate(str(tmp_path / 'new'))
     p = TestPipeline(runner=runner)
-    out = (p | beam.Create([old, kept])
-           | Inject(seed_paths=[seeds], policy=settings.url_policy(cfg), rules=_rules(),
-                    now=100))
-    assert_that(out, equal_to([
-        old, kept, crawl_datum('http://new.test/', 'db_unfetched', fetch_time=100,
-                               fetch_interval=2592000, score=1.0)]))
+    _ = p | Inject(crawldb=db, out=out, seed_paths=[seeds], policy=settings.url_policy(cfg),
+                   rules=_rules(), now=100)
     result = p.run()
     result.wait_until_finish()
+    written = sorted((r for path in glob.glob(f'{out.dir}/part-*.avro')
+                      for r in iter_records([path])), key=lambda r: r['url'])
+    assert written == [old, crawl_datum('http://new.test/', 'db_unfetched', fetch_time=100,
+                                        fetch_interval=2592000, score=1.0), kept]
     counters = counters_of(result)
     assert counters['inject.lines'] == 4
     assert counters['inject.injected'] == 3
@@ -221,3 +228,33 @@ def test_sigkill_mid_inject_leaves_previous_crawldb_readable(tmp_path):
     assert 'taking over the lock' in rerun.stderr
     assert len(read_db(crawl)) == 60001
     assert not [n for n in os.listdir(os.path.join(crawl, 'crawldb')) if n.startswith('.tmp-')]
+
+
+def test_inject_through_units_names_file_and_line_and_merges_natively(tmp_path, monkeypatch):
+    monkeypatch.setattr(units, 'BYTES_PER_TEXT_UNIT', 64)      # many units for a small file
+    crawl = str(tmp_path / 'crawl')
+    lines = [f'http://s{i % 4}.test/{i}\tscore={i % 3}' for i in range(40)]
+    lines[33] = 'http://bad.test/ page score=1'                    # spaces, not TABs
+    seeds = write_seeds(tmp_path / 'seeds.txt', lines)
+    from beamcrawl.pipelines.cli import run_command
+    assert run_command('inject', [crawl, seeds, '--now', str(NOW), '-D',
+                                  'crawldb.partitions=3', '-D', 'domain.extra.suffixes=test']) == 0
+    assert_partitioned(crawl)
+    assert len(read_db(crawl)) == 39
+    more = write_seeds(tmp_path / 'more.txt', ['http://s1.test/1\tscore=9', 'http://z.test/'])
+    proc = run_cli('inject', crawl, more, '--update', '-D', 'crawldb.partitions=3',
+                   '-D', 'domain.extra.suffixes=test', *PARALLEL)
+    db = read_db(crawl)
+    assert len(db) == 40 and db['http://s1.test/1']['score'] == 9.0
+    assert '1 merged' in proc.stdout and '1 new' in proc.stdout
+    assert_partitioned(crawl)
+
+
+def test_inject_warning_names_the_line_in_a_later_unit(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(units, 'BYTES_PER_TEXT_UNIT', 64)
+    lines = [f'http://s.test/{i}' for i in range(30)]
+    lines[27] = 'http://bad.test/ page score=1'
+    seeds = write_seeds(tmp_path / 'seeds.txt', lines)
+    from beamcrawl.pipelines.cli import run_command
+    assert run_command('inject', [str(tmp_path / 'crawl'), seeds, '--now', str(NOW)]) == 0
+    assert f'{seeds}:28: malformed seed line' in capsys.readouterr().err

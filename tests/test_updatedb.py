@@ -1,26 +1,30 @@
-"""updatedb: UpdateCrawlDb on TestPipeline; the command in multi-round crawls; SIGKILL."""
+"""updatedb: UpdateCrawlDb on a pipeline and through the command: multi-round crawls, one result
+whatever the crawldb's layout and the workers, keys files, SIGKILL."""
 
 import glob
 import os
 
-import apache_beam as beam
 import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
-from apache_beam.testing.util import assert_that, equal_to
 
 from beamcrawl.transforms import settings
 from beamcrawl.pipelines.cli import main
 from tests.conftest import kill_when, read_db, run_cli, start_command, write_db, write_seeds
 from tests.testweb import Page
-from beamcrawl.transforms.storage.parts import write_avro_file
+from tests.workloads import (IN_PROCESS, PARALLEL, assert_partitioned, crawldb_parts,
+                             run_updatedb, update_workload)
+from beamcrawl.transforms.storage.databases import DbLayout, DbUpdate
+from beamcrawl.transforms.storage.parts import iter_records, write_avro_file
 from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, crawl_datum
-from beamcrawl.transforms.updatedb import UpdateCrawlDb
+from beamcrawl.transforms.updatedb import MapRules, UpdateCrawlDb
 
 DAY = 86400000
 NOW = 1795305600000
 
 
-def test_update_crawldb_transform(runner, cfg):
+def test_update_crawldb_transform(runner, cfg, tmp_path):
+    """The stage's PTransform on a pipeline: a crawldb and a segment's records in part files,
+    the new version written into the update's directory."""
     old = [crawl_datum('http://a.test/', 'db_unfetched', fetch_time=0, fetch_interval=60,
                        score=1.0, metadata={'_ngt_': '5'}),
            crawl_datum('http://gone.test/', 'db_gone', fetch_time=0, fetch_interval=60)]
@@ -29,14 +33,21 @@ def test_update_crawldb_transform(runner, cfg):
             crawl_datum('http://a.test/', 'signature', fetch_time=NOW, fetch_interval=0,
                         signature=b'S'),
             crawl_datum('http://b.test/', 'linked', fetch_time=NOW, fetch_interval=60, score=0.5)]
+    db = DbLayout(str(tmp_path / 'crawldb'), 'crawldb')
+    write_avro_file(f'{db.current}/part-00000.avro', CRAWL_DATUM_SCHEMA, old)
+    segment = str(tmp_path / 'crawl_fetch.avro')
+    write_avro_file(segment, CRAWL_DATUM_SCHEMA, news)
+    out = DbUpdate(str(tmp_path / 'new'))
     with TestPipeline(runner=runner) as p:
-        out = ((p | 'Old' >> beam.Create(old), p | 'News' >> beam.Create(news))
-               | UpdateCrawlDb(rules=settings.update_rules(cfg), policy=settings.url_policy(cfg),
-                               now=NOW, purge_gone=True))
-        assert_that(out | beam.Map(lambda r: (r['url'], r['status'], r['signature'],
-                                              r['score'], '_ngt_' in r['metadata'])),
-                    equal_to([('http://a.test/', 'db_fetched', b'S', 1.0, False),
-                              ('http://b.test/', 'db_unfetched', None, 0.5, False)]))
+        _ = p | UpdateCrawlDb(
+            crawldb=db, out=out, segment_files=[segment], rules=settings.update_rules(cfg),
+            map_rules=MapRules(policy=settings.url_policy(cfg), purge_gone=True,
+                               normalize=False, filter_urls=False), now=NOW)
+    written = [r for path in sorted(glob.glob(f'{out.dir}/part-*.avro'))
+               for r in iter_records([path])]
+    assert [(r['url'], r['status'], r['signature'], r['score'], '_ngt_' in r['metadata'])
+            for r in written] == [('http://a.test/', 'db_fetched', b'S', 1.0, False),
+                                  ('http://b.test/', 'db_unfetched', None, 0.5, False)]
 
 
 @pytest.fixture(scope='module', autouse=True)
@@ -127,3 +138,90 @@ def test_sigkill_during_updatedb_keeps_previous_crawldb(tmp_path):
     assert len(after) == 80000
     assert sum(r['status'] == 'db_fetched' for r in after.values()) == 40000
     assert not glob.glob(os.path.join(crawl, 'crawldb', '.tmp-*'))      # and removed now
+
+
+def test_updatedb_gives_one_result_whatever_the_layout_and_the_workers(tmp_path):
+    results = {}
+    for name, native, keys, extra in [
+            ('foreign', False, False, IN_PROCESS), ('native', True, False, IN_PROCESS),
+            ('native-keys', True, True, IN_PROCESS), ('native-parallel', True, False, PARALLEL),
+            ('native-keys-parallel', True, True, PARALLEL),
+            ('foreign-parallel', False, False, PARALLEL)]:
+        crawl = str(tmp_path / name)
+        update_workload(crawl, native, keys=keys)
+        proc = run_updatedb(crawl, *extra)
+        assert 'Traceback' not in proc.stderr and 'Worker:' not in proc.stderr
+        assert 'INFO:apache_beam' not in proc.stderr
+        assert_partitioned(crawl)
+        results[name] = (read_db(crawl), proc.stdout)
+    first = results['foreign']
+    assert len(first[0]) > 400 and 'added' in first[1]
+    for name, result in results.items():
+        assert result == first, name
+
+
+def test_updatedb_merges_an_unsorted_part_the_general_way(tmp_path):
+    expected_crawl, crawl = str(tmp_path / 'sorted'), str(tmp_path / 'unsorted')
+    update_workload(expected_crawl, native=True)
+    update_workload(crawl, native=True)
+    part = crawldb_parts(crawl)[1]
+    records = list(iter_records([part]))
+    write_avro_file(part, CRAWL_DATUM_SCHEMA, records[::-1])       # the note still says 3
+    run_updatedb(expected_crawl, *IN_PROCESS)
+    run_updatedb(crawl, *IN_PROCESS)
+    assert read_db(crawl) == read_db(expected_crawl)
+    assert_partitioned(crawl)
+
+
+def test_updatedb_repartitions_when_the_partitioning_changes(tmp_path):
+    crawl = str(tmp_path / 'crawl')
+    update_workload(crawl, native=True, partitions=2)
+    before = read_db(crawl)
+    run_updatedb(crawl, *IN_PROCESS)                  # 2 → 3 parts
+    assert len(crawldb_parts(crawl)) == 3
+    assert_partitioned(crawl)
+    assert set(before) <= set(read_db(crawl))
+
+
+def test_a_corrupt_record_read_by_a_worker_is_one_line(tmp_path):
+    crawl = str(tmp_path / 'crawl')
+    update_workload(crawl, native=True, n=3000)
+    path = os.path.join(crawl, 'segments', '20261122000000', 'crawl_parse', 'part-00000.avro')
+    data = bytearray(open(path, 'rb').read())
+    for i in range(len(data) // 2, len(data) // 2 + 64):
+        data[i] ^= 0x5A
+    open(path, 'wb').write(bytes(data))
+    proc = run_cli('updatedb', crawl, '--now', str(NOW), *PARALLEL, check=False)
+    assert proc.returncode == 2
+    lines = [l for l in proc.stderr.splitlines() if ' INFO ' not in l]
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith(f'beamcrawl updatedb: {path}: not a readable Avro file (')
+    assert 'while running' not in lines[0]
+    assert read_db(crawl)                          # the crawldb is as it was
+
+
+def test_a_second_updatedb_gives_the_same_with_or_without_keys_files(tmp_path):
+    crawls = [str(tmp_path / 'keys'), str(tmp_path / 'nokeys')]
+    for crawl in crawls:
+        update_workload(crawl, native=False)
+        run_updatedb(crawl, *IN_PROCESS)                      # writes parts with keys files
+    assert glob.glob(os.path.join(crawls[0], 'crawldb', 'current', 'part-*.keys'))
+    for path in glob.glob(os.path.join(crawls[1], 'crawldb', 'current', 'part-*.keys')):
+        os.remove(path)
+    for crawl in crawls:
+        urls = sorted(read_db(crawl))
+        segment = os.path.join(crawl, 'segments', '20261123000000')
+        write_avro_file(os.path.join(segment, 'crawl_fetch', 'part-00000.avro'),
+                        CRAWL_DATUM_SCHEMA,
+                        [crawl_datum(u, 'fetch_success', fetch_time=NOW + DAY,
+                                     fetch_interval=86400, score=1.0, protocol_status='success')
+                         for u in urls[::7]])
+        write_avro_file(os.path.join(segment, 'crawl_parse', 'part-00000.avro'),
+                        CRAWL_DATUM_SCHEMA,
+                        [crawl_datum(f'http://more.test/{k}', 'linked', fetch_time=NOW + DAY,
+                                     fetch_interval=86400, score=0.5) for k in range(30)])
+        proc = run_cli('updatedb', crawl, '--now', str(NOW + DAY), '-D', 'crawldb.partitions=3',
+                       *(PARALLEL if crawl == crawls[0] else IN_PROCESS))
+        assert_partitioned(crawl)
+    assert read_db(crawls[0]) == read_db(crawls[1])
+    assert '30 added' in proc.stdout

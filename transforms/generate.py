@@ -9,6 +9,7 @@ Without a per-host cap the global step is a plain Top-N combiner.
 """
 
 import io
+import typing
 from operator import itemgetter
 from typing import Dict, Optional, Tuple
 
@@ -20,8 +21,9 @@ from apache_beam.transforms.window import GlobalWindows
 from beamcrawl.transforms.base import metrics
 from beamcrawl.transforms.storage import fs, segments
 from beamcrawl.transforms.storage import container
-from beamcrawl.transforms.engine.bulk import Unit
-from beamcrawl.transforms.storage.parts import Record, write_avro_file
+from beamcrawl.transforms.engine.units import RECORDS_PER_UNIT, Unit, avro_units
+from beamcrawl.transforms.storage.databases import DbLayout, DbUpdate
+from beamcrawl.transforms.storage.parts import ReadCrawlDb, Record, WriteParts, write_avro_file
 from beamcrawl.transforms.fetcher.dns import Resolver
 from beamcrawl.transforms.policy.generate import GenerateSettings, assign_segments, sort_key
 from beamcrawl.transforms.policy.partition import QUEUE_MODES, partition, queue_key, scatter_key
@@ -189,10 +191,12 @@ class _AssignFn(beam.DoFn):
 
 class SelectForFetch(beam.PTransform):
     """PCollection[CrawlDatum] (the crawldb) → PCollection[(segment index ≥ 1, CrawlDatum)].
-    The input may also be PCollection[bulk.Unit] of the crawldb's parts: the records are then
-    read where they are selected, not moved through Beam one by one (the generate command).
+    Given `crawldb`, it applies to the pipeline itself (PBegin) and reads that crawldb's parts
+    in work units (engine/units.py) where the records are selected, not moving them through
+    Beam one by one (the generate command); `weight` is then the number of records.
 
     Args (keyword-only):
+      crawldb: the crawldb to read (None: the input PCollection is the records).
       settings: the per-record checks (shouldFetch, generate lock, status, score, interval).
       policy: URL filters and the domain helper.
       now: the current time, epoch ms; also the generate marker `_ngt_` of selected records.
@@ -205,16 +209,22 @@ class SelectForFetch(beam.PTransform):
 
     def __init__(self, *, settings: GenerateSettings, policy: UrlPolicy, now: int,
                  top_n: Optional[int], max_count: int, count_mode: str, max_segments: int,
-                 filter_urls: bool = True):
+                 filter_urls: bool = True, crawldb: Optional[DbLayout] = None):
         super().__init__()
         if count_mode not in ('host', 'domain'):
             raise ValueError(f'count mode {count_mode!r}')
         self.settings, self.policy, self.now = settings, policy, now
         self.top_n, self.max_count, self.max_segments = top_n, max_count, max_segments
         self.count_mode, self.filter_urls = count_mode, filter_urls
+        self.units = None if crawldb is None else avro_units(
+            [('crawldb', f) for f in crawldb.part_files()], schema=CRAWL_DATUM_SCHEMA,
+            per_unit=RECORDS_PER_UNIT)
+        self.weight = sum(u.records for u in self.units or ())
 
-    def expand(self, crawldb: beam.PCollection[Record]) -> beam.PCollection[Tuple[int, Record]]:
-        # crawldb: CrawlDatum records, or bulk.Units of crawldb parts (read in the select step)
+    def expand(self, crawldb) -> beam.PCollection[Tuple[int, Record]]:
+        if self.units is not None:          # PBegin: the crawldb's parts, read where selected
+            crawldb = crawldb | 'CrawlDbUnits' >> beam.Create(self.units).with_output_types(
+                typing.Any)
         per_host = self.max_count > 0
         keep = None
         if per_host:
@@ -310,19 +320,22 @@ class WriteFetchLists(beam.PTransform):
 
 
 class MarkGenerated(beam.PTransform):
-    """PCollection[CrawlDatum] (the crawldb) → the same with `_ngt_` = now on every URL that was
-    selected (generate.update.crawldb), so that a second generate skips them.
+    """PBegin → PCollection[part file]: writes the crawldb version `out`: `crawldb` with
+    `_ngt_` = now on every URL that was selected (generate.update.crawldb), so that a second
+    generate skips them.
 
-    Args:
+    Args (keyword-only):
+      crawldb: the crawldb read.
+      out: the version written (DbLayout.update()).
       selected: PCollection[(segment index, CrawlDatum)] from SelectForFetch.
       now: the generate time written into `_ngt_`.
     """
 
-    def __init__(self, *, selected, now: int):
+    def __init__(self, *, crawldb: DbLayout, out: DbUpdate, selected, now: int):
         super().__init__()
-        self.selected, self.now = selected, now
+        self.crawldb, self.out, self.selected, self.now = crawldb, out, selected, now
 
-    def expand(self, crawldb: beam.PCollection[Record]) -> beam.PCollection[Record]:
+    def expand(self, pbegin: beam.pvalue.PBegin) -> beam.PCollection[str]:
         urls = self.selected | 'SelectedUrls' >> beam.Map(lambda item: (item[1]['url'], True))
         marker = str(self.now)
 
@@ -331,7 +344,10 @@ class MarkGenerated(beam.PTransform):
                 return record
             return dict(record, metadata={**record['metadata'], METADATA_GENERATE_TIME: marker})
 
-        return crawldb | 'Mark' >> beam.Map(mark, beam.pvalue.AsDict(urls))
+        return (pbegin
+                | 'ReadCrawlDb' >> ReadCrawlDb(self.crawldb)
+                | 'Mark' >> beam.Map(mark, beam.pvalue.AsDict(urls))
+                | 'WriteCrawlDb' >> WriteParts(self.out.dir, CRAWL_DATUM_SCHEMA))
 
 
 def complete_fetch_lists(updates, num_parts: int) -> None:

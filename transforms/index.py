@@ -1,24 +1,30 @@
-"""The indexer as Beam transforms (Nutch's IndexerMapReduce and DeduplicationJob).
+"""index (Nutch's IndexerMapReduce): the crawl's documents into Tantivy shards, or JSON lines.
 
+  IndexEntries       the stage's input: reads the crawldb, the linkdb and the parse parts of the
+                     segments, joins them (JoinByUrl) and builds the entries (BuildDocuments)
   JoinByUrl          crawldb, linkdb, parse_data, parse_text → per URL, everything known of it
   BuildDocuments     → per URL a document or a deletion, keyed by index shard
   WriteIndexShards   → each shard's Tantivy index updated in a new directory (one writer per
                        shard, as Nutch writes one index per reducer); yields (shard, directory)
-  MarkDuplicates     crawldb → crawldb with all but one page of each signature db_duplicate
+  WriteJsonLines     → documents and deletions as JSON lines (for Solr, OpenSearch, ...)
+Deduplication, which runs before, is transforms/dedup.py.
 """
 
-from typing import Dict, Optional, Tuple
+import json
+from typing import Dict, List, Tuple
 
 import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
 
 from beamcrawl.transforms.base import metrics
-from beamcrawl.transforms.storage.parts import Record
-from beamcrawl.transforms.policy.indexing import (INDEXABLE, IndexRules, build_document,
-                                                  deletion, original_key)
+from beamcrawl.transforms.policy.indexing import IndexRules, build_document, deletion
 from beamcrawl.transforms.policy.partition import partition
+from beamcrawl.transforms.storage.parts import ReadCrawlDb, ReadParts
+from beamcrawl.transforms.storage.segments import PARSE_DATA, PARSE_TEXT
 from beamcrawl.transforms.storage.shards import update_shard
 
-__all__ = ['JoinByUrl', 'BuildDocuments', 'WriteIndexShards', 'MarkDuplicates', 'DOC', 'DELETE']
+__all__ = ['IndexEntries', 'JoinByUrl', 'BuildDocuments', 'WriteIndexShards', 'WriteJsonLines',
+           'DOC', 'DELETE']
 
 DOC, DELETE = 'doc', 'delete'
 
@@ -138,38 +144,58 @@ class WriteIndexShards(beam.PTransform):
                                                            new_dir=self.new_dir)))
 
 
-class _MarkFn(beam.DoFn):
-    def __init__(self):
-        self.duplicates = metrics.counter(metrics.DEDUP_DUPLICATES)
+class IndexEntries(beam.PTransform):
+    """PBegin → PCollection[(shard, (DOC, document) | (DELETE, url))]: every URL of the crawldb
+    that the parse parts of `segments` (names) bring a document or a deletion for.
 
-    def process(self, item):
-        key, records = item
-        records = list(records)
-        if key is None or len(records) == 1:
-            yield from records
-            return
-        records.sort(key=original_key)
-        yield records[0]
-        for record in records[1:]:
-            self.duplicates.inc()
-            yield dict(record, status='db_duplicate')
+    Args (keyword-only):
+      crawl: the crawl directory (a CrawlLayout).
+      segments: the names of the segments indexed.
+      rules: what a document holds (IndexRules).
+      shards: indexer.shards.
+    """
+
+    def __init__(self, *, crawl, segments: List[str], rules: IndexRules, shards: int):
+        super().__init__()
+        self.crawl, self.segments, self.rules, self.shards = crawl, list(segments), rules, shards
+
+    def expand(self, pbegin: beam.pvalue.PBegin):
+        crawl = self.crawl
+
+        def parts(part):
+            streams = [pbegin | f'Read_{part}_{n}' >> ReadParts(crawl.part_files(n, part))
+                       | f'Tag_{part}_{n}' >> beam.Map(lambda r, n=n: (n, r))
+                       for n in self.segments]
+            return streams | f'All_{part}' >> beam.Flatten()
+        inputs = {
+            'crawldb': pbegin | 'ReadCrawlDb' >> ReadCrawlDb(crawl.crawldb),
+            'linkdb': pbegin | 'ReadLinkDb' >> ReadParts(crawl.linkdb.part_files()),
+            'parse_data': parts(PARSE_DATA),
+            'parse_text': parts(PARSE_TEXT),
+        }
+        return (inputs
+                | 'JoinByUrl' >> JoinByUrl()
+                | 'BuildDocuments' >> BuildDocuments(rules=self.rules, shards=self.shards))
 
 
-def _signature_key(record: dict) -> Tuple[Optional[bytes], dict]:
-    if record['status'] in INDEXABLE and record.get('signature'):
-        return record['signature'], record
-    return None, record
+class WriteJsonLines(beam.PTransform):
+    """Entries (IndexEntries) → `output`/part-*.jsonl (one document per line, with "id" = its
+    URL) and `output`/deletions-*.jsonl ({"id": URL} per line)."""
 
+    def __init__(self, output: str):
+        super().__init__()
+        self.output = output
 
-class MarkDuplicates(beam.PTransform):
-    """PCollection[CrawlDatum] (crawldb) → the crawldb with, of each group of fetched pages
-    sharing a signature, all but one marked db_duplicate (policy.indexing.original_key)."""
-
-    def expand(self, crawldb: beam.PCollection[Record]) -> beam.PCollection[Record]:
-        keyed = crawldb | 'KeyBySignature' >> beam.Map(_signature_key)
-        single = (keyed | 'NoSignature' >> beam.Filter(lambda kv: kv[0] is None)
-                  | 'Records' >> beam.Map(lambda kv: kv[1]))
-        grouped = (keyed | 'Signed' >> beam.Filter(lambda kv: kv[0] is not None)
-                   | 'GroupBySignature' >> beam.GroupByKey()
-                   | 'Mark' >> beam.ParDo(_MarkFn()))
-        return (single, grouped) | 'Merge' >> beam.Flatten()
+    def expand(self, entries) -> beam.pvalue.PDone:
+        _ = (entries
+             | 'Docs' >> beam.FlatMap(lambda e: [e[1][1]] if e[1][0] == DOC else [])
+             | 'DocJson' >> beam.Map(lambda d: json.dumps({'id': d['url'], **d}, sort_keys=True,
+                                                          ensure_ascii=False))
+             | 'WriteDocs' >> beam.io.WriteToText(FileSystems.join(self.output, 'part'),
+                                                  file_name_suffix='.jsonl'))
+        _ = (entries
+             | 'Deletions' >> beam.FlatMap(lambda e: [e[1][1]] if e[1][0] == DELETE else [])
+             | 'DeleteJson' >> beam.Map(lambda url: json.dumps({'id': url}))
+             | 'WriteDeletions' >> beam.io.WriteToText(FileSystems.join(self.output, 'deletions'),
+                                                       file_name_suffix='.jsonl'))
+        return beam.pvalue.PDone(entries.pipeline)

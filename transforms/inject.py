@@ -1,4 +1,11 @@
-"""The Injector as Beam transforms: seed files → normalized, filtered seeds → merged crawldb."""
+"""inject (Nutch's Injector): seed files and the crawldb → a new crawldb version.
+
+`Inject` is the stage: a MapReduce (engine/mapreduce.py) whose map side reads seed lines
+(normalized, filtered, checked against the address policy: `SeedReader`) and crawldb records,
+and whose reduce side merges them per URL by Nutch's Injector rules (policy/inject.py) and
+writes each partition sorted by URL; crawldb records that no seed names are copied as their
+bytes (docs/performance.md).
+"""
 
 import logging
 import os
@@ -10,8 +17,13 @@ from apache_beam.io.localfilesystem import LocalFileSystem
 
 from beamcrawl.transforms.base import metrics
 from beamcrawl.transforms.storage import container
-from beamcrawl.transforms.engine.bulk import JoinReducer, Mapper, Unit, read_unit_lines
-from beamcrawl.transforms.storage.parts import Record
+from beamcrawl.transforms.engine import partitions
+from beamcrawl.transforms.engine.mapreduce import MapReduce
+from beamcrawl.transforms.engine.reducers import JoinReducer, Mapper
+from beamcrawl.transforms.engine.units import (BYTES_PER_TEXT_UNIT, RECORDS_PER_UNIT, Unit,
+                                               avro_units, read_unit_lines, text_units)
+from beamcrawl.transforms.runners.runtime import workers_of
+from beamcrawl.transforms.storage.databases import DbLayout, DbUpdate
 from beamcrawl.transforms.base.errors import InputError
 from beamcrawl.transforms.policy.inject import (InjectRules, SeedError, injected_datum,
                                                 merge_injected, parse_seed_line, pick_last)
@@ -52,16 +64,6 @@ def seed_files(path: str) -> List[str]:
         if b'\x00' in head:
             raise InputError(f'{name}: not a text file of seed URLs')
     return files
-
-
-class _ReadLinesFn(beam.DoFn):
-    """(file index, path) → (file index, line number, raw line bytes)."""
-
-    def process(self, item):
-        index, path = item
-        with FileSystems.open(path) as f:
-            for lineno, raw in enumerate(iter(f.readline, b''), 1):
-                yield index, lineno, raw
 
 
 class SeedReader:
@@ -112,43 +114,6 @@ class SeedReader:
         return url, ((index, lineno), injected_datum(url, seed, self.rules, self.now))
 
 
-class _ParseSeedFn(beam.DoFn):
-    """Raw seed line → (url, ((file index, line), db_unfetched datum)); drops counted."""
-
-    def __init__(self, reader: SeedReader):
-        self.reader = reader
-
-    def start_bundle(self):
-        self._counts = metrics.BundleCounts()
-
-    def finish_bundle(self):
-        self._counts.flush()
-
-    def process(self, item):
-        seed = self.reader.read(*item, self._counts)
-        if seed is not None:
-            yield seed
-
-
-class _KeyOldFn(beam.DoFn):
-    """Existing crawldb record → (url, record); with filter_normalize_all, cleaned first."""
-
-    def __init__(self, policy, clean):
-        self.policy = policy
-        self.clean = clean
-        self.rejected = metrics.counter(metrics.INJECT_OLD_FILTERED)
-
-    def process(self, record):
-        if not self.clean:
-            yield record['url'], record
-            return
-        url, _ = self.policy.clean(record['url'])
-        if url is None:
-            self.rejected.inc()
-            return
-        yield url, (record if url == record['url'] else {**record, 'url': url})
-
-
 _OUTCOMES = {'new': metrics.INJECT_NEW, 'already_known': metrics.INJECT_ALREADY_KNOWN,
              'merged': metrics.INJECT_MERGED, 'purged': metrics.INJECT_PURGED}
 
@@ -170,73 +135,12 @@ def merge_seeds(seeds: list, olds: list, rules: InjectRules, counts):
     return record
 
 
-class _MergeFn(beam.DoFn):
-    """(url, {'seed': [...], 'old': [...]}) → the crawldb record, by Nutch's Injector rules."""
-
-    def __init__(self, rules: InjectRules):
-        self.rules = rules
-
-    def start_bundle(self):
-        self._counts = metrics.BundleCounts()
-
-    def finish_bundle(self):
-        self._counts.flush()
-
-    def process(self, kv):
-        _, groups = kv
-        record = merge_seeds(list(groups['seed']), list(groups['old']), self.rules,
-                             self._counts)
-        if record is not None:
-            yield record
-
-
-class Inject(beam.PTransform):
-    """Merges seed files into a crawldb: PCollection[CrawlDatum] (the current crawldb) →
-    PCollection[CrawlDatum] (the new one).
-
-    Args (keyword-only):
-      seed_paths: seed files (see `seed_files`), read by the workers.
-      policy: the URL normalizers and filters.
-      rules: the Injector's merge settings.
-      now: injection time, epoch ms: the fetch time of new records (due at once).
-      normalize, filter_urls: normalize / filter seed URLs (Nutch's -noNormalize / -noFilter).
-      filter_normalize_all: normalize and filter the existing records too.
-    """
-
-    def __init__(self, *, seed_paths: Sequence[str], policy: UrlPolicy, rules: InjectRules,
-                 now: int, normalize: bool = True, filter_urls: bool = True,
-                 filter_normalize_all: bool = False):
-        super().__init__()
-        self.seed_paths = list(seed_paths)
-        self.policy = policy
-        self.rules = rules
-        self.now = now
-        self.normalize = normalize
-        self.filter_urls = filter_urls
-        self.filter_normalize_all = filter_normalize_all
-
-    def expand(self, old_db: beam.PCollection[Record]) -> beam.PCollection[Record]:
-        seeds = (old_db.pipeline
-                 | 'SeedFiles' >> beam.Create(list(enumerate(self.seed_paths)))
-                 | 'ReadLines' >> beam.ParDo(_ReadLinesFn())
-                 | 'Reshuffle' >> beam.Reshuffle()
-                 | 'ParseSeeds' >> beam.ParDo(_ParseSeedFn(SeedReader(
-                     paths=self.seed_paths, policy=self.policy, rules=self.rules, now=self.now,
-                     normalize=self.normalize, filter_urls=self.filter_urls))))
-        old = old_db | 'KeyOld' >> beam.ParDo(_KeyOldFn(self.policy, self.filter_normalize_all))
-        return ({'seed': seeds, 'old': old}
-                | 'JoinByUrl' >> beam.CoGroupByKey()
-                | 'Merge' >> beam.ParDo(_MergeFn(self.rules)))
-
-
-# -- the bulk path (bulk.MapReduce), what the inject command runs -----------------------------
-
-SEED_INPUT, OLD_INPUT = 'seeds', 'old'     # the tags of bulk.Unit
+SEED_INPUT, OLD_INPUT = 'seeds', 'old'     # the tags of units.Unit
 SEED, OLD, RAW = 's', 'o', 'r'             # item kinds: a seed, an old record, its bytes
 
 
 class InjectMapper(Mapper):
-    """bulk.Mapper of inject: seed-file units (bulk.text_units) → (url, (SEED, key, datum));
+    """reducers.Mapper of inject: seed-file units (units.text_units) → (url, (SEED, key, datum));
     crawldb units → (url, (RAW, bytes, status)), or (url, (OLD, record)) when
     --filter-normalize-all changed it or its file has another schema."""
 
@@ -272,7 +176,7 @@ class InjectMapper(Mapper):
 
 
 class InjectReducer(JoinReducer):
-    """bulk.Reducer of inject: merges the seeds of each URL with its crawldb record (Nutch's
+    """reducers.Reducer of inject: merges the seeds of each URL with its crawldb record (Nutch's
     Injector reducer, merge_seeds) and writes the partition sorted by URL; crawldb records
     that no seed names are copied as their bytes (purged when db.update.purge.404 says so)."""
 
@@ -339,3 +243,56 @@ class InjectReducer(JoinReducer):
                 else:
                     olds.append(value[1])
             self._write(seeds, olds, out, counts)
+
+
+# A seed line costs about as much as this many crawldb records (it is normalized and filtered),
+# and seed files hold about this many bytes per line: for sizing the work only.
+_SEED_WEIGHT = 4
+_BYTES_PER_SEED = 60
+
+
+class Inject(beam.PTransform):
+    """PBegin → PCollection[part file]: merges seed files into the crawldb `crawldb`, writing
+    its new version `out`.
+
+    Args (keyword-only):
+      crawldb: the crawldb (its readable version is read).
+      out: the version being written (DbLayout.update()).
+      seed_paths: seed files (see `seed_files`), read by the workers.
+      policy: the URL normalizers and filters, and the address policy.
+      rules: the Injector's merge settings.
+      now: injection time, epoch ms: the fetch time of new records (due at once).
+      partitions: crawldb.partitions (0: chosen from the records and the workers).
+      normalize, filter_urls: normalize / filter seed URLs (Nutch's -noNormalize / -noFilter).
+      filter_normalize_all: normalize and filter the existing records too.
+
+    `weight` is the size of the work in crawldb records, for sizing the run (make_pipeline).
+    """
+
+    def __init__(self, *, crawldb: DbLayout, out: DbUpdate, seed_paths: Sequence[str],
+                 policy: UrlPolicy, rules: InjectRules, now: int, partitions: int = 0,
+                 normalize: bool = True, filter_urls: bool = True,
+                 filter_normalize_all: bool = False):
+        super().__init__()
+        self.crawldb, self.out, self.rules = crawldb, out, rules
+        self.partitions, self.clean_old = partitions, filter_normalize_all
+        self.reader = SeedReader(paths=seed_paths, policy=policy, rules=rules, now=now,
+                                 normalize=normalize, filter_urls=filter_urls)
+        self.seed_units = text_units([(SEED_INPUT, f) for f in seed_paths],
+                                     per_unit=BYTES_PER_TEXT_UNIT)
+        self.old_units = avro_units([(OLD_INPUT, f) for f in crawldb.part_files()],
+                                    schema=CRAWL_DATUM_SCHEMA, per_unit=RECORDS_PER_UNIT,
+                                    first_index=len(self.seed_units))
+        seeds = sum(u.text_bytes for u in self.seed_units) // _BYTES_PER_SEED
+        self.records = sum(u.records for u in self.old_units) + seeds
+        self.weight = self.records + (_SEED_WEIGHT - 1) * seeds
+
+    def expand(self, pbegin: beam.pvalue.PBegin) -> beam.PCollection[str]:
+        # A crawldb partitioned the same way is merged part by part, unless URLs may change.
+        plan = partitions.plan(self.crawldb, setting=self.partitions, records=self.records,
+                               workers=workers_of(pbegin.pipeline), remap=self.clean_old)
+        mapper = InjectMapper(self.reader, clean_old=self.clean_old)
+        return pbegin | 'MapReduce' >> MapReduce(
+            units=self.seed_units + ([] if plan.old_parts else self.old_units), mapper=mapper,
+            reducer=InjectReducer(self.rules, mapper, plan.old_parts),
+            partitions=plan.count, out=self.out)

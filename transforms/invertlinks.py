@@ -1,134 +1,43 @@
-"""The LinkDb as Beam transforms: parse_data → inverted links, merged into the linkdb."""
+"""invertlinks (Nutch's LinkDb): the outlinks of parsed segments, inverted into the linkdb.
 
-from typing import Dict, List, Optional, Tuple
+`InvertLinks` is the stage: a MapReduce (engine/mapreduce.py) whose map side inverts the
+outlinks of parse_data (policy/linkdb.py: `InvertMapper`) and whose reduce side merges each
+target's new inlinks with its old entry, capped (`InlinksReducer`). A linkdb version keeps the
+inlinks of URL u in part crc32(u) mod N, each part sorted by URL, N in its `_partitions` note
+(docs/crawl-dir.md); an update merges each old part with its partition's new inlinks in one pass.
+"""
+
+from typing import Dict, List, Optional, Sequence
 
 import apache_beam as beam
 
-
 from beamcrawl.transforms.base import metrics
+from beamcrawl.transforms.engine import partitions as partitions_mod
+from beamcrawl.transforms.engine.mapreduce import MapReduce
+from beamcrawl.transforms.engine.reducers import JoinReducer, Mapper
+from beamcrawl.transforms.engine.units import RECORDS_PER_UNIT, avro_units
 from beamcrawl.transforms.storage import container
-from beamcrawl.transforms.engine.bulk import JoinReducer, Mapper
-from beamcrawl.transforms.storage.parts import Record
-from beamcrawl.transforms.storage.databases import PARTITIONS_NOTE
+from beamcrawl.transforms.storage.databases import DbLayout, DbUpdate
 from beamcrawl.transforms.policy.linkdb import LinkRules, Pair, cap_inlinks, invert
 from beamcrawl.transforms.policy.urls import UrlPolicy
-from beamcrawl.transforms.storage.records import INLINKS_SCHEMA, inlink_pairs, inlinks as inlinks_record
+from beamcrawl.transforms.storage.records import (INLINKS_SCHEMA, PARSE_DATA_SCHEMA, inlink_pairs,
+                                                  inlinks as inlinks_record)
 
-__all__ = ['InvertLinks', 'MergeInlinks', 'InlinksCombineFn', 'PARTITIONS_NOTE',
-           'InvertMapper', 'InlinksReducer', 'PARSE_INPUT', 'OLD_INPUT']
-
-
-class InlinksCombineFn(beam.CombineFn):
-    """Sets of (from_url, anchor) pairs → the capped, sorted list. Accumulators stay bounded:
-    above 2 × max they are cut to the max smallest, which cannot change the result."""
-
-    def __init__(self, max_inlinks: int):
-        self.max_inlinks = max_inlinks
-
-    def create_accumulator(self):
-        return set()
-
-    def _bound(self, acc):
-        if 0 <= self.max_inlinks and len(acc) > 2 * self.max_inlinks:
-            return set(cap_inlinks(acc, self.max_inlinks))
-        return acc
-
-    def add_input(self, acc, pairs):
-        acc.update(pairs)
-        return self._bound(acc)
-
-    def merge_accumulators(self, accumulators):
-        out = set()
-        for acc in accumulators:
-            out |= acc
-            out = self._bound(out)
-        return out
-
-    def extract_output(self, acc):
-        return cap_inlinks(acc, self.max_inlinks)
+__all__ = ['InvertLinks', 'InvertMapper', 'InlinksReducer', 'PARSE_INPUT', 'OLD_INPUT']
 
 
-class _InvertFn(beam.DoFn):
-    def __init__(self, rules, policy, normalize, filter_urls):
-        self.rules, self.policy = rules, policy
-        self.normalize, self.filter_urls = normalize, filter_urls
+PARSE_INPUT, OLD_INPUT = 'parse_data', 'old'    # the tags of units.Unit
 
-    def start_bundle(self):
-        self._count = 0
-
-    def finish_bundle(self):
-        metrics.counter(metrics.LINKDB_INVERTED).inc(self._count)
-
-    def process(self, parse_data):
-        links = ((o['to_url'], o['anchor']) for o in parse_data['outlinks'])
-        for target, pair in invert(parse_data['url'], links, self.rules, self.policy,
-                                   normalize=self.normalize, filter_urls=self.filter_urls):
-            self._count += 1
-            yield target, (pair,)
-
-
-class InvertLinks(beam.PTransform):
-    """PCollection[ParseData] → PCollection[(target url, [(from_url, anchor)])], combined per
-    target (a reusable step: an indexer can take anchors from it too).
-
-    Args (keyword-only):
-      rules: ignore internal/external links, anchor length, inlink cap.
-      policy: URL normalizers and filters (when normalize / filter_urls).
-      normalize, filter_urls: apply them to sources and targets.
-    """
-
-    def __init__(self, *, rules: LinkRules, policy: Optional[UrlPolicy] = None,
-                 normalize: bool = False, filter_urls: bool = False):
-        super().__init__()
-        self.rules, self.policy = rules, policy
-        self.normalize, self.filter_urls = normalize, filter_urls
-
-    def expand(self, parse_data: beam.PCollection[Record]
-               ) -> beam.PCollection[Tuple[str, List[Pair]]]:
-        return (parse_data
-                | 'Invert' >> beam.ParDo(_InvertFn(self.rules, self.policy, self.normalize,
-                                                   self.filter_urls))
-                | 'CombinePerTarget' >> beam.CombinePerKey(
-                    InlinksCombineFn(self.rules.max_inlinks)))
-
-
-class MergeInlinks(beam.PTransform):
-    """(PCollection[Inlinks] the linkdb, PCollection[(url, pairs)] new inlinks) → the new
-    linkdb's Inlinks records; entries with no inlink are not written."""
-
-    def __init__(self, max_inlinks: int):
-        super().__init__()
-        self.max_inlinks = max_inlinks
-
-    def expand(self, inputs) -> beam.PCollection[Record]:     # inputs: (linkdb, inverted links)
-        linkdb, inverted = inputs
-        existing = linkdb | 'KeyExisting' >> beam.Map(
-            lambda r: (r['url'], [(i['from_url'], i['anchor']) for i in r['inlinks']]))
-        return ((existing, inverted)
-                | 'Both' >> beam.Flatten()
-                | 'Union' >> beam.CombinePerKey(InlinksCombineFn(self.max_inlinks))
-                | 'NotEmpty' >> beam.Filter(lambda kv: len(kv[1]) > 0)
-                | 'Records' >> beam.MapTuple(inlinks_record))
-
-
-# -- the bulk path (bulk.MapReduce), what the invertlinks command runs --------------------------
-# A linkdb version keeps the inlinks of URL u in part crc32(u) mod N, each part sorted by URL,
-# N in its PARTITIONS_NOTE (docs/crawl-dir.md); an update merges each old part with its
-# partition's new inlinks in one pass.
-
-PARSE_INPUT, OLD_INPUT = 'parse_data', 'old'    # the tags of bulk.Unit
-_RAW = 'r'      # (_RAW, bytes, None): an old Inlinks record as its encoded bytes (new inlinks
-                # are (from_url, anchor) pairs, old ones a list of pairs)
-
-
-def _is_raw(value) -> bool:
-    return type(value) is tuple and len(value) == 3       # pylint: disable=unidiomatic-typecheck
-
+# The items of the map side, per target URL, told apart by their Python type (plain values:
+# typed wrappers would cost more than the rest of the map side, docs/performance.md):
+NewInlink = Pair                   # (from_url, anchor): one inverted outlink
+OldInlinks = List[Pair]            # an old entry, decoded: its (from_url, anchor) pairs
+OldRaw = bytes                     # an old entry as its encoded bytes (copied when unchanged)
 
 class InvertMapper(Mapper):
-    """bulk.Mapper of invertlinks: parse_data units → (target, (from_url, anchor)) for every
+    """reducers.Mapper of invertlinks: parse_data units → (target, (from_url, anchor)) for every
     outlink `invert` keeps; linkdb units (an old version partitioned otherwise) →
-    (url, (_RAW, bytes, None)) or (url, [pairs])."""
+    (url, OldRaw) or (url, OldInlinks)."""
 
     def __init__(self, rules: LinkRules, policy: Optional[UrlPolicy], normalize: bool,
                  filter_urls: bool):
@@ -152,13 +61,13 @@ class InvertMapper(Mapper):
     @staticmethod
     def old_item(record, raw, counts):  # pylint: disable=unused-argument
         if raw is not None:
-            yield record['url'], (_RAW, raw, None)
+            yield record['url'], raw
         else:
             yield record['url'], inlink_pairs(record)
 
 
 class InlinksReducer(JoinReducer):
-    """bulk.Reducer of invertlinks: the inlinks of each target of a partition, merged with its
+    """reducers.Reducer of invertlinks: the inlinks of each target of a partition, merged with its
     old entry and capped (linkdb.max.inlinks), written sorted by URL; an old entry that got no
     new link is copied as its bytes."""
 
@@ -195,16 +104,61 @@ class InlinksReducer(JoinReducer):
     def write_grouped(self, groups, out, counts):
         for url in sorted(groups):
             values = groups[url]
-            if len(values) == 1 and _is_raw(values[0]):
-                out.write_raw(values[0][1], url)
+            if len(values) == 1 and type(values[0]) is bytes:  # pylint: disable=unidiomatic-typecheck
+                out.write_raw(values[0], url)
                 continue
             pairs = set()
             for value in values:
-                if _is_raw(value):
-                    pairs.update(inlink_pairs(self.decode(value[1])))
-                elif isinstance(value, list):
-                    pairs.update(value)
-                else:
+                if type(value) is tuple:            # pylint: disable=unidiomatic-typecheck
                     pairs.add(value)
+                elif type(value) is bytes:          # pylint: disable=unidiomatic-typecheck
+                    pairs.update(inlink_pairs(self.decode(value)))
+                else:
+                    pairs.update(value)
             self._write(url, pairs, out)
         counts.inc(metrics.LINKDB_PARTS_WRITTEN)
+
+
+# A parsed page (its outlinks inverted) costs about as much as this many crawldb records: for
+# sizing the work only (runner.local.parallel.records).
+_PAGE_WEIGHT = 4
+
+
+class InvertLinks(beam.PTransform):
+    """PBegin → PCollection[part file]: inverts the outlinks of parse_data parts into the linkdb
+    `linkdb`, writing its new version `out`.
+
+    Args (keyword-only):
+      linkdb: the linkdb (its readable version is read).
+      out: the version being written (DbLayout.update()).
+      parse_data_files: parse_data part files of the segments inverted.
+      rules: ignore internal/external links, anchor length, inlink cap.
+      policy: URL normalizers and filters (when normalize / filter_urls).
+      partitions: linkdb.partitions.
+      normalize, filter_urls: apply them to sources and targets.
+
+    `weight` is the size of the work in crawldb records, for sizing the run (make_pipeline).
+    """
+
+    def __init__(self, *, linkdb: DbLayout, out: DbUpdate, parse_data_files: Sequence[str],
+                 rules: LinkRules, policy: Optional[UrlPolicy], partitions: int,
+                 normalize: bool = False, filter_urls: bool = False):
+        super().__init__()
+        self.linkdb, self.out, self.rules, self.partitions = linkdb, out, rules, partitions
+        self.mapper = InvertMapper(rules, policy, normalize, filter_urls)
+        self.new_units = avro_units([(PARSE_INPUT, f) for f in parse_data_files],
+                                    schema=PARSE_DATA_SCHEMA,
+                                    per_unit=RECORDS_PER_UNIT // _PAGE_WEIGHT)
+        # A linkdb partitioned the same way is merged part by part; another is mapped whole.
+        self.old_parts = partitions_mod.aligned_parts(linkdb, partitions)
+        self.old_units = [] if self.old_parts else avro_units(
+            [(OLD_INPUT, f) for f in linkdb.part_files()], schema=INLINKS_SCHEMA,
+            per_unit=RECORDS_PER_UNIT, first_index=len(self.new_units))
+        self.weight = (_PAGE_WEIGHT * sum(u.records for u in self.new_units)
+                       + sum(u.records for u in self.old_units))
+
+    def expand(self, pbegin: beam.pvalue.PBegin) -> beam.PCollection[str]:
+        return pbegin | 'MapReduce' >> MapReduce(
+            units=self.new_units + self.old_units, mapper=self.mapper,
+            reducer=InlinksReducer(self.rules.max_inlinks, self.old_parts),
+            partitions=self.partitions, out=self.out)

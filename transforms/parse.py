@@ -9,12 +9,12 @@ parser.timeout.
 import concurrent.futures
 import dataclasses
 import logging
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 import apache_beam as beam
 
 from beamcrawl.transforms.base import metrics
-from beamcrawl.transforms.storage.parts import Record, WriteParts
+from beamcrawl.transforms.storage.parts import ReadParts, Record, WriteParts
 from beamcrawl.transforms.storage.segments import CRAWL_PARSE, PARSE_DATA, PARSE_PARTS, PARSE_TEXT
 from beamcrawl.transforms.policy.html import Parse, parse_document
 from beamcrawl.transforms.policy.outlinks import OutlinkRules, filter_outlinks
@@ -23,7 +23,7 @@ from beamcrawl.transforms.policy.signature import signature
 from beamcrawl.transforms.policy.urls import UrlPolicy, choose_repr
 from beamcrawl.transforms.storage.records import SCHEMAS, crawl_datum, parse_data, parse_text
 
-__all__ = ['ParseSettings', 'ParseContent', 'write_parse_outputs']
+__all__ = ['ParseSettings', 'ParseContent', 'ParseSegment']
 
 log = logging.getLogger('beamcrawl')
 FETCH_TIME_KEY = '_ftk_'     # parse_data metadata: the fetch time of the content (Nutch's key)
@@ -163,7 +163,28 @@ class ParseContent(beam.PTransform):
 
 
 
-def write_parse_outputs(outputs, update) -> None:
-    """Writes the parse PCollections into a SegmentUpdate's temporary part directories."""
-    for part in PARSE_PARTS:
-        _ = outputs[part] | f'Write_{part}' >> WriteParts(update.tmp[part], SCHEMAS[part])
+class ParseSegment(beam.PTransform):
+    """PBegin → the parse of a segment: its content parts parsed (ParseContent) into the
+    parse parts of `update` (a SegmentUpdate: parse_text, parse_data, crawl_parse are written
+    into its temporary part directories, which the segment update publishes).
+
+    Args (keyword-only):
+      content_files: the segment's content part files.
+      update: the SegmentUpdate of the parse parts.
+      settings, policy, now: as for ParseContent.
+    """
+
+    def __init__(self, *, content_files: List[str], update, settings: ParseSettings,
+                 policy: UrlPolicy, now: int):
+        super().__init__()
+        self.content_files, self.update = list(content_files), update
+        self.parse = ParseContent(settings=settings, policy=policy, now=now)
+
+    def expand(self, pbegin: beam.pvalue.PBegin) -> beam.pvalue.PDone:
+        outputs = (pbegin
+                   | 'ReadContent' >> ReadParts(self.content_files)
+                   | 'ParseContent' >> self.parse)
+        for part in PARSE_PARTS:
+            _ = outputs[part] | f'Write_{part}' >> WriteParts(self.update.tmp[part],
+                                                               SCHEMAS[part])
+        return beam.pvalue.PDone(pbegin.pipeline)

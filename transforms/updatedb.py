@@ -1,37 +1,38 @@
-"""The CrawlDb update as Beam transforms: crawldb + crawl_fetch + crawl_parse → new crawldb.
+"""updatedb (Nutch's CrawlDb update): crawldb + crawl_fetch + crawl_parse → a new crawldb version.
 
-Every input record is tagged by kind (old, fetch, link, signature), optionally purged,
-normalized and filtered (Nutch's map phase, `MapRules`), grouped by URL and merged by the pure
-`policy.updatedb.merge_url` (`merge_counted`). Two shapes of the same steps:
-
-* `UpdateCrawlDb`: a PTransform over PCollections of records (reusable, e.g. after a
-  transform that makes CrawlDatum records);
-* `UpdateMapper` / `UpdateReducer` for `bulk.MapReduce` over the part files: what the updatedb
-  command runs. A crawldb record that nothing in the segments touches is copied as its encoded
-  bytes, and each new part is sorted by URL (docs/performance.md).
+`UpdateCrawlDb` is the stage: a MapReduce (engine/mapreduce.py). Every input record is tagged
+by kind (old, fetch, link, signature), optionally purged, normalized and filtered (Nutch's map
+phase, `MapRules`: `UpdateMapper`), grouped by URL and merged by the pure
+`policy.updatedb.merge_url` (`merge_counted`: `UpdateReducer`). A crawldb record that nothing in
+the segments touches is copied as its encoded bytes, and each new part is sorted by URL
+(docs/performance.md).
 """
 
 import collections
-from typing import Dict, Optional
+from typing import Dict, Optional, Sequence
 
 import apache_beam as beam
 
 from beamcrawl.transforms.base import metrics
 from beamcrawl.transforms.storage import container
-from beamcrawl.transforms.engine.bulk import JoinReducer, Mapper, Unit
+from beamcrawl.transforms.engine import partitions
+from beamcrawl.transforms.engine.mapreduce import MapReduce
+from beamcrawl.transforms.engine.reducers import JoinReducer, Mapper
+from beamcrawl.transforms.engine.units import RECORDS_PER_UNIT, Unit, avro_units
+from beamcrawl.transforms.runners.runtime import workers_of
+from beamcrawl.transforms.storage.databases import DbLayout, DbUpdate
 from beamcrawl.transforms.storage.datumcodec import datum_score_offset, score_at, with_score
-from beamcrawl.transforms.storage.parts import Record
 from beamcrawl.transforms.policy.updatedb import UpdateRules, merge_links_only, merge_url
 from beamcrawl.transforms.policy.urls import UrlPolicy
 from beamcrawl.transforms.storage.records import (CRAWL_DATUM_SCHEMA, DB_STATUSES, FETCH_STATUSES,
-                                          complete_datum, pack_datum, unpack_datum)
+                                                  complete_datum)
 
 __all__ = ['UpdateCrawlDb', 'tag_segment_record', 'MapRules', 'merge_counted', 'UpdateMapper',
            'UpdateReducer', 'OLD_INPUT', 'SEGMENT_INPUT']
 
 OLD, FETCH, LINK, SIGNATURE = 'o', 'f', 'l', 's'
 RAW = 'r'                       # bulk path: an old record as its encoded bytes, with its status
-OLD_INPUT, SEGMENT_INPUT = 'old', 'segment'       # the tags of bulk.Unit
+OLD_INPUT, SEGMENT_INPUT = 'old', 'segment'       # the tags of units.Unit
 
 
 def tag_segment_record(record: dict):
@@ -98,47 +99,8 @@ def merge_counted(buckets: Dict[str, list], now: int, rules: UpdateRules, counts
     return record
 
 
-class _MapFn(beam.DoFn):
-    """(kind, record) → (url, (kind, record)), after the MapRules."""
-
-    def __init__(self, rules: MapRules):
-        self.rules = rules
-
-    def start_bundle(self):
-        self._counts = metrics.BundleCounts()
-
-    def finish_bundle(self):
-        self._counts.flush()
-
-    def process(self, item):
-        kind, record = item
-        record = self.rules.apply(kind, record, self._counts)
-        if record is not None:
-            yield record['url'], (kind, pack_datum(record))
-
-
-class _MergeFn(beam.DoFn):
-    def __init__(self, rules: UpdateRules, now: int):
-        self.rules, self.now = rules, now
-
-    def start_bundle(self):
-        self._counts = metrics.BundleCounts()
-
-    def finish_bundle(self):
-        self._counts.flush()
-
-    def process(self, group):
-        _, values = group
-        buckets = {OLD: [], FETCH: [], LINK: [], SIGNATURE: []}
-        for kind, packed in values:
-            buckets[kind].append(unpack_datum(packed))
-        record = merge_counted(buckets, self.now, self.rules, self._counts)
-        if record is not None:
-            yield record
-
-
 class UpdateMapper(Mapper):
-    """bulk.Mapper of updatedb: units tagged OLD_INPUT (crawldb parts) and SEGMENT_INPUT
+    """reducers.Mapper of updatedb: units tagged OLD_INPUT (crawldb parts) and SEGMENT_INPUT
     (crawl_fetch, crawl_parse parts) → (url, item). An old record that the rules keep as it is
     travels as (RAW, its bytes, its status) when its file has the crawldb's own schema."""
 
@@ -174,9 +136,9 @@ class UpdateMapper(Mapper):
 
 
 class UpdateReducer(JoinReducer):
-    """bulk.Reducer of updatedb: merges every URL of a partition and writes the part sorted by
+    """reducers.Reducer of updatedb: merges every URL of a partition and writes the part sorted by
     URL; a URL with nothing but its unchanged old record is copied as its bytes. With
-    `old_parts`, a crawldb partitioned the same way is merged part by part (bulk.JoinReducer)."""
+    `old_parts`, a crawldb partitioned the same way is merged part by part (reducers.JoinReducer)."""
 
     schema = CRAWL_DATUM_SCHEMA
 
@@ -284,35 +246,40 @@ def _count_unchanged(statuses, counts):
 
 
 class UpdateCrawlDb(beam.PTransform):
-    """(PCollection[CrawlDatum] crawldb, PCollection[CrawlDatum] segment records) → the new
-    crawldb. Apply to a pair: `(old, segment) | UpdateCrawlDb(...)`.
+    """PBegin → PCollection[part file]: merges segment records into the crawldb `crawldb`,
+    writing its new version `out`.
 
     Args (keyword-only):
+      crawldb: the crawldb (its readable version is read).
+      out: the version being written (DbLayout.update()).
+      segment_files: crawl_fetch and crawl_parse part files of the segments applied.
       rules: the merge rules (schedule, scoring, retries, additions, inlink bound).
-      policy: URL normalizers and filters (used when normalize / filter_urls).
+      map_rules: the map phase (purge, address policy, normalize / filter).
       now: the current time, epoch ms (schedule of new URLs).
-      purge_gone: drop db_gone records (db.update.purge.404).
-      normalize, filter_urls: normalize / filter every URL (crawldb.url.normalizers/filters).
+      partitions: crawldb.partitions (0: chosen from the records and the workers).
+
+    `weight` is the size of the work in crawldb records, for sizing the run (make_pipeline).
     """
 
-    def __init__(self, *, rules: UpdateRules, policy: UrlPolicy, now: int,
-                 purge_gone: bool = False, normalize: bool = False, filter_urls: bool = False):
+    def __init__(self, *, crawldb: DbLayout, out: DbUpdate, segment_files: Sequence[str],
+                 rules: UpdateRules, map_rules: MapRules, now: int, partitions: int = 0):
         super().__init__()
-        self.rules, self.policy, self.now = rules, policy, now
-        self.purge_gone, self.normalize, self.filter_urls = purge_gone, normalize, filter_urls
+        self.crawldb, self.out, self.rules, self.map_rules = crawldb, out, rules, map_rules
+        self.now, self.partitions = now, partitions
+        self.old_units = avro_units([(OLD_INPUT, f) for f in crawldb.part_files()],
+                                    schema=CRAWL_DATUM_SCHEMA, per_unit=RECORDS_PER_UNIT)
+        self.new_units = avro_units([(SEGMENT_INPUT, f) for f in segment_files],
+                                    schema=CRAWL_DATUM_SCHEMA, per_unit=RECORDS_PER_UNIT,
+                                    first_index=len(self.old_units))
+        self.weight = sum(u.records for u in self.old_units + self.new_units)
 
-    def expand(self, inputs) -> beam.PCollection[Record]:     # inputs: (crawldb, segment records)
-        crawldb, segment_records = inputs
-        old = crawldb | 'TagOld' >> beam.Map(
-            lambda r: (OLD, r) if r['status'] in DB_STATUSES else None) \
-            | 'KnownOld' >> beam.Filter(lambda item: item is not None)
-        news = (segment_records
-                | 'TagSegment' >> beam.Map(tag_segment_record)
-                | 'KnownNews' >> beam.Filter(lambda item: item is not None))
-        return ((old, news)
-                | 'All' >> beam.Flatten()
-                | 'MapPhase' >> beam.ParDo(_MapFn(MapRules(
-                    policy=self.policy, purge_gone=self.purge_gone, normalize=self.normalize,
-                    filter_urls=self.filter_urls)))
-                | 'GroupByUrl' >> beam.GroupByKey()
-                | 'Merge' >> beam.ParDo(_MergeFn(self.rules, self.now)))
+    def expand(self, pbegin: beam.pvalue.PBegin) -> beam.PCollection[str]:
+        # A crawldb partitioned the same way is merged part by part, unless URLs may change.
+        plan = partitions.plan(self.crawldb, setting=self.partitions, records=self.weight,
+                               workers=workers_of(pbegin.pipeline),
+                               remap=self.map_rules.normalize)
+        return pbegin | 'MapReduce' >> MapReduce(
+            units=self.new_units if plan.old_parts else self.old_units + self.new_units,
+            mapper=UpdateMapper(self.map_rules),
+            reducer=UpdateReducer(self.rules, self.now, self.map_rules, plan.old_parts),
+            partitions=plan.count, out=self.out)

@@ -140,6 +140,16 @@ def local_workers(beam_args: Sequence[str], cfg, records: int) -> int:
     return cfg['runner.local.workers'] or os.cpu_count() or 1
 
 
+def workers_of(pipeline: beam.Pipeline) -> int:
+    """How many processes run a pipeline made by make_pipeline: on the local runner, the
+    local_workers it chose (or Beam's --direct_num_workers, 0 meaning one per core); 1 on any
+    other runner. Stages size their partitions with it."""
+    options = pipeline.options
+    if options.view_as(po.StandardOptions).runner is not None:
+        return 1
+    return options.view_as(po.DirectOptions).direct_num_workers or os.cpu_count() or 1
+
+
 class _LocalOptions(po.PipelineOptions):
     """PipelineOptions whose views are made once per class. Beam asks the options of a
     pipeline for a view about a hundred times while it builds and starts a small pipeline, and

@@ -148,11 +148,6 @@ class DbLayout:
         with FileSystems.open(path) as f:
             return [n for n in f.read().decode('utf-8').split() if n]
 
-    def write_applied(self, new_dir: str, names: List[str]) -> None:
-        """Records the applied segments inside a version being written (installed with it)."""
-        with FileSystems.create(join(new_dir, APPLIED)) as f:
-            f.write(''.join(f'{n}\n' for n in sorted(set(names))).encode('utf-8'))
-
     def read_note(self, name: str) -> Optional[str]:
         """A small text note stored in the readable version (e.g. its partitioning)."""
         directory = self.readable_dir()
@@ -162,15 +157,11 @@ class DbLayout:
         with FileSystems.open(path) as f:
             return f.read().decode('utf-8').strip()
 
-    def write_note(self, new_dir: str, name: str, text: str) -> None:
-        with FileSystems.create(join(new_dir, name)) as f:
-            f.write(text.encode('utf-8'))
-
     def install(self, new_dir: str, keep_backup: bool) -> None:
         """Under the lock: new_dir becomes current/, the previous current/ becomes old/.
         A version written without its own applied-segments list inherits the current one."""
         if not FileSystems.exists(join(new_dir, APPLIED)) and self.applied_segments():
-            self.write_applied(new_dir, self.applied_segments())
+            DbUpdate(new_dir).write_applied(self.applied_segments())
         if FileSystems.exists(self.current):
             delete(self.old)
             rename(self.current, self.old)
@@ -193,6 +184,16 @@ class DbUpdate:
     def discard(self) -> None:
         """Do not install this version (nothing changed)."""
         self.discarded = True
+
+    def write_applied(self, names: List[str]) -> None:
+        """Records the segments applied to this version (installed with it)."""
+        self.write_note(APPLIED, ''.join(f'{n}\n' for n in sorted(set(names))))
+
+    def write_note(self, name: str, text: str) -> None:
+        """A small text note stored in this version (e.g. its partitioning: engine/partitions.py);
+        DbLayout.read_note reads it back."""
+        with FileSystems.create(join(self.dir, name)) as f:
+            f.write(text.encode('utf-8'))
 
     def publish_with(self, renames: Sequence[Tuple[str, str]]) -> None:
         """Installs this version and does these (source, target) renames as one step: both

@@ -11,7 +11,7 @@ from typing import Iterable, List, Mapping, Optional, Tuple
 __all__ = [
     'STATUSES', 'STATUS_CODES', 'DB_STATUSES', 'FETCH_STATUSES', 'PROTOCOL_STATUSES',
     'CRAWL_DATUM_SCHEMA', 'CONTENT_SCHEMA', 'PARSE_TEXT_SCHEMA', 'PARSE_DATA_SCHEMA',
-    'INLINKS_SCHEMA', 'SCHEMAS', 'crawl_datum', 'complete_datum', 'pack_datum', 'unpack_datum',
+    'INLINKS_SCHEMA', 'SCHEMAS', 'crawl_datum', 'complete_datum',
     'content', 'parse_text',
     'parse_data', 'inlinks', 'status_code', 'METADATA_GENERATE_TIME', 'METADATA_FIXED_INTERVAL',
 ]
@@ -162,19 +162,6 @@ def complete_datum(record: Mapping) -> dict:
     if out['metadata'] is None:
         out['metadata'] = {}
     return out
-
-
-_DATUM_FIELDS = tuple(f['name'] for f in CRAWL_DATUM_SCHEMA['fields'])
-
-
-def pack_datum(record: Mapping) -> tuple:
-    """A CrawlDatum as a tuple in schema order: about half the memory of the dict, and cheaper
-    to encode, for records that wait in a shuffle."""
-    return tuple(record[name] for name in _DATUM_FIELDS)
-
-
-def unpack_datum(values: tuple) -> dict:
-    return dict(zip(_DATUM_FIELDS, values))
 
 
 def content(url: str, *, content_bytes: bytes, content_type: str, fetch_time: int,

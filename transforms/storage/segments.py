@@ -117,11 +117,12 @@ class SegmentLayout:
         raise InputError(f'{self.segments}: no segment with {" and ".join(needed)} and without '
                          f'{done_part}')
 
-    def segments_to_apply(self, db, requested: List[str], needed_part: str
+    def segments_to_apply(self, applied: List[str], requested: List[str], needed_part: str
                           ) -> Tuple[List[str], List[str]]:
-        """(segments to merge into `db`, those of them merged before). Requested segments must
-        have `needed_part`; with none requested: every segment that has it and is not applied."""
-        applied = db.applied_segments()
+        """(segments to apply, those of them applied before), for a step that remembers the
+        segments it `applied` (updatedb and invertlinks: DbLayout.applied_segments; index: its
+        note). Requested segments must have `needed_part`; with none requested: every segment
+        that has it and is not applied."""
         if requested:
             names = [self.resolve_segment(s) for s in requested]
             for name in names:

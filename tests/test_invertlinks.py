@@ -5,16 +5,17 @@ import glob
 import json
 import os
 
-import apache_beam as beam
 import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
-from apache_beam.testing.util import assert_that, equal_to
 
 from beamcrawl.pipelines.cli import main
 from tests.conftest import kill_when, run_cli, start_command
+from tests.workloads import IN_PROCESS, PARALLEL, linkdb_workload, read_linkdb
 from beamcrawl.transforms.storage.parts import iter_records, write_avro_file
 from beamcrawl.transforms.storage.layout import CrawlLayout
-from beamcrawl.transforms.invertlinks import InvertLinks, MergeInlinks
+from beamcrawl.transforms.invertlinks import InvertLinks
+from beamcrawl.transforms.storage.databases import DbLayout, DbUpdate
+from beamcrawl.transforms.policy.partition import partition
 from beamcrawl.transforms.policy.linkdb import LinkRules, cap_inlinks, invert, truncate_anchor
 from beamcrawl.transforms.storage.records import (CRAWL_DATUM_SCHEMA, INLINKS_SCHEMA, PARSE_DATA_SCHEMA,
                                           inlinks, parse_data)
@@ -77,15 +78,26 @@ EXPECTED = [
 ]
 
 
-def test_invert_and_merge_transforms(runner):
-    existing = [inlinks('http://c.test/', [('http://z.test/', 'old')])]
+def test_invert_links_transform(runner, tmp_path):
+    """The stage's PTransform on a pipeline: parse_data and an old linkdb (partitioned another
+    way) in files; the new version, capped at 2 inlinks per URL, in the update's directory."""
+    linkdb = DbLayout(str(tmp_path / 'linkdb'), 'linkdb')
+    write_avro_file(f'{linkdb.current}/part-00000.avro', INLINKS_SCHEMA,
+                    [inlinks('http://c.test/', [('http://z.test/', 'old')])])
+    pages = str(tmp_path / 'parse_data.avro')
+    write_avro_file(pages, PARSE_DATA_SCHEMA, PAGES)
+    out = DbUpdate(str(tmp_path / 'new'))
+    capped = LinkRules(ignore_internal=True, ignore_external=False, max_anchor_length=100,
+                       max_inlinks=2)
     with TestPipeline(runner=runner) as p:
-        new = p | 'Pages' >> beam.Create(PAGES) | InvertLinks(rules=RULES)
-        merged = (p | 'Existing' >> beam.Create(existing), new) | MergeInlinks(2)
-        assert_that(merged, equal_to([
-            EXPECTED[0], EXPECTED[2],
-            inlinks('http://c.test/', [('http://a.test/1', 'see'), ('http://b.test/', 'from b')])
-        ]))
+        _ = p | InvertLinks(linkdb=linkdb, out=out, parse_data_files=[pages], rules=capped,
+                            policy=None, partitions=2)
+    written = sorted((r for path in glob.glob(f'{out.dir}/part-*.avro')
+                      for r in iter_records([path])), key=lambda r: r['url'])
+    assert written == sorted([
+        EXPECTED[0], EXPECTED[2],
+        inlinks('http://c.test/', [('http://a.test/1', 'see'), ('http://b.test/', 'from b')])
+    ], key=lambda r: r['url'])
 
 
 def _segment(crawl, name, pages):
@@ -155,3 +167,18 @@ def test_sigkill_during_invertlinks_keeps_previous_linkdb(tmp_path):
     assert main(['invertlinks', crawl]) == 0                  # takes over the dead run's lock
     assert len(_linkdb(crawl)) > 50000
     assert not glob.glob(os.path.join(crawl, 'linkdb', '.tmp-*'))
+
+
+def test_invertlinks_gives_one_result_whatever_the_layout_and_the_workers(tmp_path):
+    results = []
+    for native in (True, False):
+        for extra in (IN_PROCESS, PARALLEL):
+            crawl = str(tmp_path / f'{native}-{len(extra)}')
+            linkdb_workload(crawl, native)
+            run_cli('invertlinks', crawl, '-D', 'linkdb.partitions=4',
+                    '-D', 'domain.extra.suffixes=test', *extra)
+            results.append(read_linkdb(crawl))
+            for i, path in enumerate(sorted(glob.glob(f'{crawl}/linkdb/current/part-*.avro'))):
+                urls = [r['url'] for r in iter_records([path])]
+                assert urls == sorted(urls) and all(partition(u, 4) == i for u in urls)
+    assert len(results[0]) > 150 and all(r == results[0] for r in results)

@@ -1,0 +1,59 @@
+"""Reading the Avro framing: blocks in any split, raw bytes only for the same schema, damaged files."""
+
+import io
+
+import fastavro
+import pytest
+
+from beamcrawl.transforms.base.errors import InputError
+from beamcrawl.transforms.engine import units
+from beamcrawl.transforms.storage import container
+from beamcrawl.transforms.storage.parts import write_avro_file
+from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA
+from tests.workloads import datums
+
+
+def test_blocks_read_in_any_split_give_every_record_once_with_its_bytes(tmp_path):
+    records = datums(2500)
+    path = str(tmp_path / 'a.avro')
+    with open(path, 'wb') as f:
+        fastavro.writer(f, fastavro.parse_schema(CRAWL_DATUM_SCHEMA), records, codec='deflate',
+                        sync_interval=2000)
+    _, blocks = container.scan_blocks(path)
+    offsets = [b.offset for b in blocks]
+    halves = [offsets[0::2], offsets[1::2]]
+    got = [r for half in halves for r, _ in container.read_records(path, half)]
+    assert sorted(got, key=lambda r: r['url']) == sorted(records, key=lambda r: r['url'])
+    schema = fastavro.parse_schema(CRAWL_DATUM_SCHEMA)
+    for record, raw in container.read_records(path, offsets[:2]):
+        assert fastavro.schemaless_reader(io.BytesIO(raw), schema) == record
+
+
+def test_raw_copy_only_when_the_schema_is_the_same(tmp_path):
+    older = {**CRAWL_DATUM_SCHEMA, 'fields': [f for f in CRAWL_DATUM_SCHEMA['fields']
+                                              if f['name'] != 'http_code']}
+    path = str(tmp_path / 'old.avro')
+    write_avro_file(path, older, [{k: v for k, v in r.items() if k != 'http_code'}
+                                  for r in datums(10)])
+    assert not units.avro_units([('old', path)], schema=CRAWL_DATUM_SCHEMA, per_unit=5)[0].raw_ok
+
+
+@pytest.mark.parametrize('damage', ['truncate', 'garbage', 'sync', 'not avro'])
+def test_damaged_files_are_input_errors_naming_the_file(tmp_path, damage):
+    path = str(tmp_path / 'part-00000.avro')
+    write_avro_file(path, CRAWL_DATUM_SCHEMA, datums(3000))
+    data = bytearray(open(path, 'rb').read())
+    if damage == 'truncate':
+        data = data[:len(data) - 100]
+    elif damage == 'garbage':
+        for i in range(len(data) // 2, len(data) // 2 + 64):
+            data[i] ^= 0x5A
+    elif damage == 'sync':
+        data[-1] ^= 0xFF
+    else:
+        data = bytearray(b'url\thttp://a.test/\n' * 50)
+    open(path, 'wb').write(bytes(data))
+    with pytest.raises(InputError) as e:
+        units.avro_units([('old', path)], schema=CRAWL_DATUM_SCHEMA, per_unit=100)
+        list(container.read_records(path))
+    assert str(e.value).startswith(path + ': ')

@@ -1,0 +1,78 @@
+"""The runtime: Beam options split from ours, --now, how many worker processes a stage gets."""
+
+import argparse
+import os
+
+import apache_beam as beam
+import pytest
+
+from beamcrawl.transforms.base.errors import UserError
+from beamcrawl.transforms.runners.runtime import (local_workers, make_pipeline, parse_now,
+                                                  split_beam_args, workers_of)
+
+
+def _ours():
+    p = argparse.ArgumentParser()
+    p.add_argument('crawl_dir')
+    p.add_argument('segment', nargs='?')
+    p.add_argument('--now')
+    p.add_argument('--top-n')
+    return p
+
+
+@pytest.mark.parametrize('argv,mine,beam', [
+    (['c', '--runner', 'FlinkRunner', 'seg'], ['c', 'seg'], ['--runner', 'FlinkRunner']),
+    (['c', '--runner=FlinkRunner'], ['c'], ['--runner=FlinkRunner']),
+    (['c', '--flink_master', '[local]', '--flink_version', '1.20', '--now', '5'],
+     ['c', '--now', '5'], ['--flink_master', '[local]', '--flink_version', '1.20']),
+    (['c', '--save_main_session', 'seg'], ['c', 'seg'], ['--save_main_session']),
+    (['c', '--environment_type=LOOPBACK', '--top-n', '3'], ['c', '--top-n', '3'],
+     ['--environment_type=LOOPBACK']),
+    (['c', '--not-a-beam-option', 'x'], ['c', '--not-a-beam-option', 'x'], []),
+])
+def test_split_beam_args(argv, mine, beam):
+    assert split_beam_args(argv, _ours()) == (mine, beam)
+
+
+@pytest.mark.parametrize('text,ms', [
+    ('1795305600000', 1795305600000),
+    ('2026-11-22T00:00:00Z', 1795305600000),
+    ('2026-11-22T01:00:00+01:00', 1795305600000),
+    ('2026-11-22T00:00:00.250Z', 1795305600250),
+])
+def test_parse_now(text, ms):
+    assert parse_now(text) == ms
+
+
+@pytest.mark.parametrize('text', ['2026-11-22T00:00:00', 'yesterday', '2026-13-01T00:00:00Z'])
+def test_parse_now_rejects(text):
+    with pytest.raises(UserError):
+        parse_now(text)
+
+
+def test_parse_now_defaults_to_wall_clock():
+    import time
+    before = int(time.time() * 1000)
+    now = parse_now(None)
+    assert before <= now <= int(time.time() * 1000)
+
+
+@pytest.mark.parametrize('args, records, expected', [
+    ([], 10, 1),                                        # small: this process
+    ([], 10 ** 7, os.cpu_count()),                      # large: one per core
+    (['--direct_num_workers=3'], 10, 3),                # Beam's option decides
+    (['--runner', 'FlinkRunner'], 10 ** 7, 1),          # not the local runner
+])
+def test_local_workers(cfg, args, records, expected):
+    assert local_workers(args, cfg, records) == expected
+
+
+@pytest.mark.parametrize('args, expected', [
+    ([], 1),                                            # a small stage: this process
+    (['--direct_num_workers=3'], 3),                    # Beam's option decides
+])
+def test_a_pipeline_knows_its_workers(cfg, args, expected):
+    """Stages size their partitions by workers_of(pipeline): what make_pipeline chose."""
+    assert workers_of(make_pipeline(args, cfg, 10)) == expected
+    assert workers_of(beam.Pipeline(options=beam.options.pipeline_options.PipelineOptions(
+        ['--runner', 'FlinkRunner']))) == 1

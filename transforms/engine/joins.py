@@ -1,0 +1,93 @@
+"""Merge joins of a sorted old part with a partition's new items (pure: no Beam).
+
+The reduce side of a stage merges each old part of a database, sorted by URL, with the groups
+of new items of the same partition, in one pass (docs/performance.md).
+"""
+
+import bisect
+import itertools
+import operator
+from typing import Dict, Iterable, Iterator, List, MutableSequence, Optional, Tuple
+
+from beamcrawl.transforms.storage import keysfile, partwriter
+
+__all__ = ['Entry', 'Unsorted', 'join_sorted', 'join_keyed', 'strictly_sorted']
+
+
+class Unsorted(Exception):
+    """An old part that is not sorted by key after all."""
+
+
+Entry = Tuple[str, Optional[str], Optional[bytes], Optional[dict]]   # url, status, raw, record
+
+
+def join_sorted(old: Iterable[Entry], groups: Dict[str, list]
+                ) -> Iterator[Tuple[str, Optional[str], Optional[bytes], Optional[dict],
+                                    Optional[list]]]:
+    """Merge join of an old part sorted by URL — entries (url, status, encoded record or None,
+    decoded record or None) — with a partition's groups: (url, status, raw, record, the
+    group's items) in URL order; an old entry with no group has items None, a group with no
+    old entry has url alone. Raises Unsorted when the old part is out of order."""
+    keys = sorted(groups)
+    n, i = len(keys), 0
+    last = None
+    for url, status, raw, record in old:
+        if last is not None and url <= last:
+            raise Unsorted(url)
+        last = url
+        while i < n and keys[i] < url:
+            yield keys[i], None, None, None, groups[keys[i]]
+            i += 1
+        if i < n and keys[i] == url:
+            yield url, status, raw, record, groups[url]
+            i += 1
+        else:
+            yield url, status, raw, record, None
+    while i < n:
+        yield keys[i], None, None, None, groups[keys[i]]
+        i += 1
+
+
+def join_keyed(part: keysfile.KeyedPart, groups: Dict[str, list], out: partwriter.PartWriter,
+               copied: MutableSequence[int]
+               ) -> Iterator[Tuple[str, Optional[str], Optional[bytes], None, list]]:
+    """join_sorted for an old part with its keys file (sorted by URL: the caller checks),
+    when every old record that no group names is copied unchanged: such records are not
+    yielded but written to `out` here, a run at a time (PartWriter.write_run), as the join
+    reaches them, so that the caller's writes of the yielded entries stay in URL order. Their
+    status indexes (into part.keys.statuses) are appended to `copied`. Yields (url, status,
+    raw, None, items) for an old record with a group, (url, None, None, None, items) for a
+    group with no old record."""
+    keys = part.keys
+    urls, index, statuses, lengths = keys.urls, keys.status_index, keys.statuses, keys.lengths
+    new = sorted(groups)
+    n, k = len(new), 0
+    for first, count, data in keysfile.keyed_blocks(part):
+        view = memoryview(data)
+        j, pos, last = first, 0, first + count
+        while j < last:
+            t = bisect.bisect_left(urls, new[k], j, last) if k < n else last
+            if t > j:                                   # a run that nothing changes
+                size = sum(lengths[j:t])
+                out.write_run(view[pos:pos + size], keys, j, t)
+                copied += index[j:t]
+                pos += size
+                j = t
+                if j == last:
+                    break
+            url = urls[j]                               # here new[k] <= url
+            if new[k] < url:
+                yield new[k], None, None, None, groups[new[k]]
+            else:
+                size = lengths[j]
+                yield url, statuses[index[j]], data[pos:pos + size], None, groups[url]
+                pos += size
+                j += 1
+            k += 1
+    while k < n:
+        yield new[k], None, None, None, groups[new[k]]
+        k += 1
+
+
+def strictly_sorted(urls: List[str]) -> bool:
+    return all(map(operator.lt, urls, itertools.islice(urls, 1, None)))

@@ -1,0 +1,121 @@
+"""The two sides of a stage on the engine: a Mapper (records of a unit to (url, item) pairs) and a
+Reducer (a partition's groups to a part file); JoinReducer merges with the old database."""
+
+import io
+from typing import Dict, Iterable, Iterator, Optional, Sequence, Tuple
+
+import fastavro
+
+from beamcrawl.transforms.engine.joins import (Entry, Unsorted, join_keyed, join_sorted,
+                                               strictly_sorted)
+from beamcrawl.transforms.engine.units import Unit
+from beamcrawl.transforms.storage import container, keysfile, partwriter
+
+__all__ = ['Mapper', 'Reducer', 'JoinReducer']
+
+
+class Mapper:
+    """The map side of a stage: `map(unit, counts)` yields (url, item) for the records of a
+    unit (counts: a metrics.BundleCounts)."""
+
+    def map(self, unit: Unit, counts) -> Iterable[Tuple[str, object]]:
+        raise NotImplementedError
+
+
+class Reducer:
+    """The reduce side: `reduce(partition, groups, path, counts)` writes the part file `path`
+    from groups {url: [items]} (items in input order: units in index order)."""
+
+    def reduce(self, index: int, groups: Dict[str, list], path: str, counts) -> None:
+        raise NotImplementedError
+
+
+class JoinReducer(Reducer):
+    """A Reducer that merges a partition's groups with the same partition of the old database
+    when that one is partitioned the same way (`old_parts`): the old part is streamed in one
+    pass beside the sorted groups (`write_joined`), never mapped; with its keys file
+    (keysfile.read_keyed), the old records that nothing changes are not even decoded.
+    Without an old part, or when it turns out not to be sorted, the old records go into the
+    groups (`old_items`) and the partition is written from them (`write_grouped`). Parts are
+    written sorted by URL, with their keys files."""
+
+    schema: dict = None
+
+    def __init__(self, old_parts: Optional[Dict[int, str]] = None):
+        self.old_parts = old_parts or {}
+
+    def complete(self, record: dict) -> dict:
+        """A record of an old file with another schema, with every field of ours."""
+        return record
+
+    def decode(self, raw: bytes) -> dict:
+        """An old record from its encoded bytes (the database's own schema)."""
+        return fastavro.schemaless_reader(io.BytesIO(raw), self._parsed())
+
+    def _parsed(self):
+        parsed = self.__dict__.get('_parsed_schema')
+        if parsed is None:
+            parsed = self._parsed_schema = fastavro.parse_schema(self.schema)
+        return parsed
+
+    def old_items(self, record: dict, raw: Optional[bytes], counts
+                  ) -> Iterable[Tuple[str, object]]:
+        raise NotImplementedError
+
+    def write_joined(self, joined, out: partwriter.PartWriter, counts) -> None:
+        """Writes the partition from join_sorted's tuples; `record` may be None where `raw` is
+        there (decode it when it is needed)."""
+        raise NotImplementedError
+
+    def write_grouped(self, groups: Dict[str, list], out: partwriter.PartWriter,
+                      counts) -> None:
+        raise NotImplementedError
+
+    def copies_unchanged(self, statuses: Sequence[str]) -> bool:
+        """Whether write_joined would write every old record that no group names as its bytes,
+        unchanged, in a part whose records have these statuses. When it would, and the old
+        part has its keys file, the join copies such records itself, a run at a time
+        (join_keyed), and write_joined sees only the entries with a group."""
+        return False
+
+    def count_copied(self, copied: Dict[str, int], counts) -> None:
+        """Counts the records the join copied ({status: number}), as write_joined would have."""
+
+    def _old_entries(self, path: str, raw_ok: bool) -> Iterator[Entry]:
+        keyed = keysfile.read_keyed(path) if raw_ok else None
+        if keyed is not None:
+            for url, status, raw in keyed:
+                yield url, status, raw, None
+            return
+        for record in self._old_records(path, raw_ok):
+            yield record[0]['url'], record[0].get('status'), record[1], record[0]
+
+    def _old_records(self, path: str, raw_ok: bool):
+        for record, raw in container.read_records(path, with_raw=raw_ok):
+            yield (record, raw) if raw_ok and raw is not None else (self.complete(record), None)
+
+    def reduce(self, index, groups, path, counts):
+        old_path = self.old_parts.get(index)
+        if old_path is not None:
+            raw_ok = container.read_header(old_path).schema == self._parsed()
+            part = keysfile.open_keyed(old_path) if raw_ok else None
+            if part is not None and self.copies_unchanged(part.keys.statuses) and \
+                    strictly_sorted(part.keys.urls):
+                copied = bytearray()
+                with partwriter.PartWriter(path, self.schema, keys=True) as out:
+                    self.write_joined(join_keyed(part, groups, out, copied), out, counts)
+                by_status = {status: copied.count(i) for i, status in enumerate(part.keys.statuses)}
+                self.count_copied({s: n for s, n in by_status.items() if n}, counts)
+                return
+            try:
+                with partwriter.PartWriter(path, self.schema, keys=True) as out:
+                    self.write_joined(join_sorted(self._old_entries(old_path, raw_ok), groups),
+                                      out, counts)
+                return
+            except Unsorted:
+                counts.clear()
+                for record, raw in self._old_records(old_path, raw_ok):
+                    for url, item in self.old_items(record, raw, counts):
+                        groups.setdefault(url, []).insert(0, item)
+        with partwriter.PartWriter(path, self.schema, keys=True) as out:
+            self.write_grouped(groups, out, counts)

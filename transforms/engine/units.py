@@ -1,0 +1,101 @@
+"""Work units: the shares of the input files that the map side of a stage takes one at a time.
+
+A unit is a run of Avro blocks of one input file (or a byte range of a text file), cut in the
+driver from block headers alone (storage/container.py `scan_blocks`), so that every worker gets
+a similar share however the inputs are split into files.
+"""
+
+from typing import Iterator, List, NamedTuple, Optional, Sequence, Tuple
+
+import fastavro
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+
+from beamcrawl.transforms.storage import container
+
+__all__ = ['Unit', 'avro_units', 'text_units', 'read_unit_lines', 'RECORDS_PER_UNIT',
+           'BYTES_PER_TEXT_UNIT']
+
+# Work-unit sizes: small enough to share the work evenly between processes, large enough that
+# a unit's fixed costs (one task, a spill file per partition) do not count.
+RECORDS_PER_UNIT = 50_000
+BYTES_PER_TEXT_UNIT = 4 << 20
+
+
+class Unit(NamedTuple):
+    """A share of one input file: Avro blocks (`blocks`: their offsets) or a byte range of a
+    text file (`span`: start, end; `first_line`: the number of the range's first line)."""
+    index: int
+    tag: str                       # which input this is, for the mapper ('old', 'segment', ...)
+    path: str
+    records: int = 0               # Avro records in the unit (0 for a text unit)
+    blocks: Optional[Tuple[int, ...]] = None
+    raw_ok: bool = False           # records may be written back as their encoded bytes
+    span: Optional[Tuple[int, int]] = None
+    first_line: int = 1
+
+    @property
+    def text_bytes(self) -> int:
+        """The bytes of a text unit (0 for an Avro unit)."""
+        return self.span[1] - self.span[0] if self.span else 0
+
+
+def avro_units(inputs: Sequence[Tuple[str, str]], *, schema: dict, per_unit: int,
+               first_index: int = 0) -> List[Unit]:
+    """Units of about `per_unit` records over (tag, path) Avro inputs. `raw_ok` says whether
+    a file's records are encoded exactly as `schema` (then unchanged records are copied)."""
+    units: List[Unit] = []
+    parsed = fastavro.parse_schema(schema)
+    index = first_index
+    for tag, path in inputs:
+        header, blocks = container.scan_blocks(path)
+        raw_ok = header.schema == parsed and header.codec in ('null', 'deflate')
+        if not blocks:
+            continue
+        if header.codec not in ('null', 'deflate'):     # read whole by fastavro
+            units.append(Unit(index, tag, path, sum(b.count for b in blocks)))
+            index += 1
+            continue
+        run: List[int] = []
+        count = 0
+        for block in blocks:
+            run.append(block.offset)
+            count += block.count
+            if count >= per_unit:
+                units.append(Unit(index, tag, path, count, tuple(run), raw_ok))
+                index += 1
+                run, count = [], 0
+        if run:
+            units.append(Unit(index, tag, path, count, tuple(run), raw_ok))
+            index += 1
+    return units
+
+
+def text_units(inputs: Sequence[Tuple[str, str]], *, per_unit: int,
+               first_index: int = 0) -> List[Unit]:
+    """Units of about `per_unit` bytes over (tag, path) text files, cut at line starts; each
+    knows the number of its first line (for messages naming file:line)."""
+    units: List[Unit] = []
+    index = first_index
+    for tag, path in inputs:
+        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+            data = f.read()
+        start, line = 0, 1
+        while start < len(data):
+            end = data.find(b'\n', min(start + per_unit, len(data)) - 1)
+            end = len(data) if end < 0 else end + 1
+            units.append(Unit(index, tag, path, span=(start, end), first_line=line))
+            line += data.count(b'\n', start, end)
+            index += 1
+            start = end
+    return units
+
+
+def read_unit_lines(unit: Unit) -> Iterator[Tuple[int, bytes]]:
+    """(line number, raw line) of a text unit."""
+    start, end = unit.span
+    with FileSystems.open(unit.path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        f.seek(start)
+        data = f.read(end - start)
+    for number, raw in enumerate(data.splitlines(keepends=True), unit.first_line):
+        yield number, raw
