@@ -3,7 +3,6 @@
 import glob
 import os
 
-import apache_beam as beam
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
@@ -12,9 +11,10 @@ from beamcrawl.pipelines.cli import main
 from tests.conftest import read_parts, run_cli, write_seeds
 from beamcrawl.transforms.base.config import load_config
 from beamcrawl.transforms.fetch import FetchSegment
-from beamcrawl.transforms.fetcher import journal
+from beamcrawl.transforms.fetcher.journal import publishing, queuetimes, reading
 from beamcrawl.transforms.storage.segments import CONTENT, CRAWL_FETCH
-from beamcrawl.transforms.storage.records import crawl_datum
+from beamcrawl.transforms.storage.parts import write_avro_file
+from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, crawl_datum
 
 NOW = '2026-11-22T00:00:00Z'
 
@@ -33,27 +33,31 @@ def test_fetch_segment_transform_journals_every_result(web, runner, tmp_path):
                for u in ('http://www.a.test/', 'http://b.test/', 'http://b.test/gone',
                          'http://b.test/skipped')]
     journal_dir = str(tmp_path / 'journal')
+    fetch_lists = [str(tmp_path / f'part-0000{i}.avro') for i in range(2)]   # two fetch slots
+    write_avro_file(fetch_lists[0], CRAWL_DATUM_SCHEMA, records[:2])
+    write_avro_file(fetch_lists[1], CRAWL_DATUM_SCHEMA, records[2:])
     with TestPipeline(runner=runner) as p:
-        out = p | beam.Create(records) | FetchSegment(
-            settings=fetch, http=settings.http_settings(cfg, fetch.threads),
-            policy=settings.url_policy(cfg), now=5, slots=2, journal_dir=journal_dir,
-            run_id='r1', done=frozenset({'http://b.test/skipped'}))
+        out = p | FetchSegment(
+            generate_files=fetch_lists, settings=fetch,
+            http=settings.http_settings(cfg, fetch.threads), policy=settings.url_policy(cfg),
+            now=5, journal_dir=journal_dir, run_id='r1',
+            done=frozenset({'http://b.test/skipped'}))
         assert_that(out, equal_to([f'{journal_dir}/run-r1.committed']))
-    state = journal.read_journals(journal_dir)
+    state = reading.read_journals(journal_dir)
     assert {u: (r['status'], r['fetch_time']) for u, r in state.done.items()} == {
         'http://www.a.test/': ('fetch_success', 5), 'http://b.test/': ('fetch_success', 5),
         'http://b.test/gone': ('fetch_gone', 5)}
     assert not [r for r in web.log if r.path == '/skipped']          # done before: skipped
     # each writer noted its queue times: the same as read from the journals
     assert state.queue_times and set(state.queue_times) == {'www.a.test', 'b.test'}
-    assert journal.run_queue_times(journal_dir, 'r1', {}) == state.queue_times
-    assert journal.run_queue_times(journal_dir, 'r1', {'b.test': 1e12, 'c.test': 1.0}) == \
+    assert queuetimes.run_queue_times(journal_dir, 'r1', {}) == state.queue_times
+    assert queuetimes.run_queue_times(journal_dir, 'r1', {'b.test': 1e12, 'c.test': 1.0}) == \
         dict(state.queue_times, **{'b.test': 1e12, 'c.test': 1.0})
     for path in glob.glob(f'{journal_dir}/run-r1/*.queues.json'):   # a writer cut short
         os.remove(path)
-    assert journal.run_queue_times(journal_dir, 'r1', {}) == state.queue_times
+    assert queuetimes.run_queue_times(journal_dir, 'r1', {}) == state.queue_times
     parts = {part: str(tmp_path / part) for part in (CRAWL_FETCH, CONTENT)}
-    journal.publish_journals(journal_dir, 'r1', parts, {})
+    publishing.publish_journals(journal_dir, 'r1', parts, {})
     contents = read_parts(glob.glob(f'{parts[CONTENT]}/*.avro'))
     assert sorted(r['url'] for r in contents) == ['http://b.test/', 'http://www.a.test/']
     assert len(read_parts(glob.glob(f'{parts[CRAWL_FETCH]}/*.avro'))) == 3

@@ -15,7 +15,7 @@ import urllib.request
 import pytest
 
 from beamcrawl.transforms.storage.crawl_diff import crawl_differences
-from beamcrawl.transforms.fetcher import journal
+from beamcrawl.transforms.fetcher.journal import reading
 from beamcrawl.transforms.runners.localflink import LocalFlink, pid_alive
 from tests.conftest import ROOT, read_db, read_parts, run_cli, write_seeds
 from tests.test_localflink import free_ports
@@ -353,10 +353,10 @@ def test_streaming_fetch_survives_a_killed_taskmanager(cluster, web, tmp_path):
         stderr=subprocess.PIPE, text=True)
     try:
         journal_dir = os.path.join(segment, '.fetch')
-        while journal.read_journals(journal_dir).fetched < 6:
+        while reading.read_journals(journal_dir).fetched < 6:
             assert proc.poll() is None, proc.communicate()
             time.sleep(0.01)
-        killed_at = journal.read_journals(journal_dir).fetched
+        killed_at = reading.read_journals(journal_dir).fetched
         killed = [pid for pid in cluster.pids()['taskmanager'] if pid_alive(pid)]
         for pid in killed:
             os.kill(pid, signal.SIGKILL)

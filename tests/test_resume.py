@@ -14,7 +14,7 @@ from collections import Counter
 import pytest
 
 from beamcrawl.transforms.storage.parts import iter_records
-from beamcrawl.transforms.fetcher.journal import read_journals
+from beamcrawl.transforms.fetcher.journal.reading import read_journals
 from beamcrawl.transforms.storage.layout import CrawlLayout
 from beamcrawl.transforms.storage.segments import CRAWL_FETCH, CRAWL_GENERATE
 from tests.conftest import ROOT, kill_when, read_db, run_cli, start_command, write_seeds

@@ -249,7 +249,7 @@ def test_a_killed_fetch_resumes_and_its_warc_has_each_page_once(web, testweb, tm
     run_cli('generate', crawl, '--now', NOW, *conf)
     layout = CrawlLayout(crawl)
     (segment,) = layout.segment_names()
-    from beamcrawl.transforms.fetcher.journal import read_journals
+    from beamcrawl.transforms.fetcher.journal.reading import read_journals
     proc = start_command('fetch', crawl, '--now', NOW, *conf)
     kill_when(proc, lambda: len(read_journals(layout.fetch_journal(segment)).done) >= 5,
               '5 URLs were journaled')
@@ -264,7 +264,7 @@ def test_a_killed_fetch_resumes_and_its_warc_has_each_page_once(web, testweb, tm
 def test_publishing_keeps_the_first_complete_attempt_of_each_url(tmp_path):
     """Two attempts of a URL (a streaming job restored from a checkpoint fetched it again) and
     one that never completed: the WARC part holds each done URL's records once."""
-    from beamcrawl.transforms.fetcher import journal
+    from beamcrawl.transforms.fetcher.journal import paths, publishing, reading, writing
     from beamcrawl.transforms.fetcher.request import fetch_record, warc_record
     from beamcrawl.transforms.storage.records import crawl_datum
     journal_dir = str(tmp_path / 'journal')
@@ -275,20 +275,20 @@ def test_publishing_keeps_the_first_complete_attempt_of_each_url(tmp_path):
         if complete:
             own = fetch_record(crawl_datum(url, 'db_unfetched', fetch_time=0, fetch_interval=1),
                                'success', 200, 5)
-            own['metadata'][journal.SOURCE_KEY] = url
+            own['metadata'][paths.SOURCE_KEY] = url
             results.append((CRAWL_FETCH, own))
         writer.write(results)
 
-    first, second = journal.JournalWriter(journal_dir, 'a'), journal.JournalWriter(journal_dir, 'b')
+    first, second = writing.JournalWriter(journal_dir, 'a'), writing.JournalWriter(journal_dir, 'b')
     attempt(first, 'http://a.test/1', b'first')
     attempt(first, 'http://a.test/2', b'cut short', complete=False)
     attempt(second, 'http://a.test/1', b'again')
     attempt(second, 'http://a.test/2', b'second')
     first.close(), second.close()
-    done = journal.read_journals(journal_dir).done
+    done = reading.read_journals(journal_dir).done
     out = str(tmp_path / 'warc')
-    info = journal.WarcInfo((('isPartOf', 'seg'),), 1_700_000_000_000)
-    journal.publish_attempts(journal_dir, {WARC: out}, done, info)
+    info = publishing.WarcInfo((('isPartOf', 'seg'),), 1_700_000_000_000)
+    publishing.publish_attempts(journal_dir, {WARC: out}, done, info)
     (path,) = glob.glob(f'{out}/*.warc.gz')
     records = _warc_records([path])
     # runs are read in path order (run-a, then run-b); a URL's first complete attempt wins

@@ -1,42 +1,45 @@
-"""The Fetcher as a Beam transform: crawl_generate records → the fetch journal of a segment.
+"""fetch (Nutch's Fetcher): a segment's fetch list → its fetch journal → its crawl_fetch, content
+(and WARC) parts.
 
-Records are keyed by fetch slot (a stable hash of their queue id over as many slots as the
-segment has fetch-list parts) and grouped, so that every URL of a queue reaches the same DoFn
-instance: politeness holds on a cluster runner too. The DoFn feeds groups into one `Fetcher`
-per bundle and appends its results to journal files as they complete (fetcher/journal.py), so
-memory stays bounded and an interrupted fetch can resume; the driver turns the journals into
-the segment's crawl_fetch and content parts (pipelines/fetch.py).
+`FetchSegment` is the batch fetch, the default on any runner: records are keyed by fetch slot
+(a stable hash of their queue id over as many slots as the segment has fetch-list parts) and
+grouped, so that every URL of a queue reaches the same DoFn instance: politeness holds on a
+cluster runner too. The DoFn feeds groups into one `Fetcher` per bundle and appends its results
+to journal files as they complete (fetcher/journal/), so memory stays bounded and an
+interrupted fetch can resume.
+
+The command's side is `FetchRun`: what earlier runs of the segment fetched, the run, and
+publishing the journal as the segment's parts. It runs the fetch in one of two modes, with one
+interface: `BatchFetch` (FetchSegment) and `StreamingFetch` (fetcher/streaming/driver.py: the
+streaming fetch on Flink, docs/streaming-fetch.md).
 """
 
-from typing import Dict, FrozenSet, Optional
+from typing import Dict, FrozenSet, List, Optional
 
 import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindows
 
 from beamcrawl.transforms.base import metrics
-from beamcrawl.transforms.storage.parts import Record
-from beamcrawl.transforms.fetcher.dns import Resolver
 from beamcrawl.transforms.fetcher import Fetcher, FetcherSettings, HttpSettings
-from beamcrawl.transforms.fetcher.journal import JournalWriter, commit_run
-from beamcrawl.transforms.policy.partition import partition, url_queue
+from beamcrawl.transforms.fetcher.journal.paths import new_run_id
+from beamcrawl.transforms.fetcher.journal.publishing import WarcInfo, publish_journals
+from beamcrawl.transforms.fetcher.journal.queuetimes import (read_queue_times, run_queue_times,
+                                                             write_queue_times)
+from beamcrawl.transforms.fetcher.journal.reading import JournalState, read_journals
+from beamcrawl.transforms.fetcher.journal.writing import JournalWriter, commit_run
+from beamcrawl.transforms.fetcher.queues import KeyByQueue
+from beamcrawl.transforms.fetcher.result import FetchResult
+from beamcrawl.transforms.fetcher.streaming.driver import StreamingFetch
+from beamcrawl.transforms.policy.partition import partition
 from beamcrawl.transforms.policy.urls import UrlPolicy
+from beamcrawl.transforms.runners.runtime import run_pipeline
+from beamcrawl.transforms.storage import fs
+from beamcrawl.transforms.storage.parts import ReadParts, count_records
+from beamcrawl.transforms.storage.records import complete_datum
+from beamcrawl.transforms.storage.segments import CRAWL_FETCH, CRAWL_GENERATE
+from beamcrawl.transforms.storage.warc import warcinfo_fields
 
-__all__ = ['FetchSegment']
-
-
-class _KeyBySlotFn(beam.DoFn):
-    """record → (slot, (queue id or None when its host does not resolve, record))."""
-
-    def __init__(self, *, mode, slots, policy):
-        self.mode, self.slots, self.policy = mode, slots, policy
-
-    def setup(self):
-        self._resolve = Resolver()
-
-    def process(self, record):
-        qid = url_queue(record['url'], self.mode, domain_of=self.policy.domains.domain,
-                        resolve=self._resolve)
-        yield partition(qid or record['url'], self.slots), (qid, record)
+__all__ = ['FetchSegment', 'FetchRun', 'BatchFetch', 'fetch_mode']
 
 
 class _FetchFn(beam.DoFn):
@@ -88,41 +91,133 @@ class _FetchFn(beam.DoFn):
 
 
 class FetchSegment(beam.PTransform):
-    """PCollection[CrawlDatum] (crawl_generate) → the segment's fetch journal; returns a
-    PCollection holding the path of the run's commit file (fetcher/journal.py).
+    """PBegin → the segment's fetch journal, in batch; returns a PCollection holding the path of
+    the run's commit file (fetcher/journal/writing.py).
 
     Args (keyword-only):
+      generate_files: the segment's fetch-list part files (read here, each whole by one task).
       settings: fetcher settings (threads, politeness, limits, redirects).
       http: HTTP client settings.
       policy: URL normalizers, filters and address policy; domains (byDomain queues).
       now: the fetch time written into crawl_fetch records, epoch ms.
       journal_dir: the segment's journal directory; run_id: this run's name in it.
-      slots: how many groups the URLs are spread over (by queue id); each group is fetched by
-        one DoFn instance, so at most this many fetch tasks run in parallel on a cluster.
       done: generated URLs an earlier run fetched already (they are skipped).
       queue_times: {queue id: epoch s} the earliest first request per queue.
+    The URLs are spread over as many groups as there are fetch-list parts (by queue id); each
+    group is fetched by one DoFn instance, so at most this many fetch tasks run in parallel.
     """
 
-    def __init__(self, *, settings: FetcherSettings, http: HttpSettings, policy: UrlPolicy,
-                 now: int, journal_dir: str, run_id: str, slots: int = 1,
+    def __init__(self, *, generate_files: List[str], settings: FetcherSettings,
+                 http: HttpSettings, policy: UrlPolicy, now: int, journal_dir: str, run_id: str,
                  done: FrozenSet[str] = frozenset(),
                  queue_times: Optional[Dict[str, float]] = None):
         super().__init__()
+        self.generate_files = list(generate_files)
         self.settings, self.http, self.policy, self.now = settings, http, policy, now
         self.journal_dir, self.run_id = journal_dir, run_id
-        self.slots = max(1, slots)
+        self.slots = max(1, len(self.generate_files))
         self.done = frozenset(done)
         self.queue_times = dict(queue_times or {})
 
-    def expand(self, generated: beam.PCollection[Record]) -> beam.PCollection[str]:
-        done, journal_dir, run_id = self.done, self.journal_dir, self.run_id
-        return (generated
+    def expand(self, pbegin: beam.pvalue.PBegin) -> beam.PCollection[str]:
+        done, journal_dir, run_id, slots = self.done, self.journal_dir, self.run_id, self.slots
+        return (pbegin
+                | 'ReadFetchList' >> ReadParts(self.generate_files, whole_files=True)
+                | 'Complete' >> beam.Map(complete_datum)
                 | 'SkipDone' >> beam.Filter(lambda record: record['url'] not in done)
-                | 'KeyBySlot' >> beam.ParDo(_KeyBySlotFn(
-                    mode=self.settings.queue_mode, slots=self.slots, policy=self.policy))
+                | 'KeyByQueue' >> KeyByQueue(mode=self.settings.queue_mode, policy=self.policy)
+                | 'KeyBySlot' >> beam.MapTuple(lambda queue, record: (
+                    partition(queue or record['url'], slots), (queue, record)))
                 | 'GroupSlots' >> beam.GroupByKey()
                 | 'Fetch' >> beam.ParDo(_FetchFn(
                     settings=self.settings, http=self.http, policy=self.policy, now=self.now,
                     journal_dir=journal_dir, run_id=run_id, queue_times=self.queue_times))
                 | 'Journals' >> beam.combiners.ToList()
                 | 'Commit' >> beam.Map(lambda paths: commit_run(journal_dir, run_id, paths)))
+
+
+class BatchFetch:
+    """The batch fetch (any runner): FetchSegment, one pipeline run to its end."""
+
+    def beam_args(self, beam_args: List[str]) -> List[str]:
+        return list(beam_args)
+
+    def transform(self, **kwargs) -> beam.PTransform:
+        return FetchSegment(**kwargs)
+
+    def run(self, pipeline: beam.Pipeline, run: 'FetchRun') -> FetchResult:
+        counters = run_pipeline(pipeline, run.what)
+        return FetchResult(
+            left=counters.get(metrics.FETCH_LEFT, 0),
+            queue_times=run_queue_times(run.journal_dir, run.run_id, run.before.queue_times),
+            statuses={k[len(metrics.FETCH_STATUS):]: v for k, v in counters.items()
+                      if k.startswith(metrics.FETCH_STATUS)},
+            protocols={k[len(metrics.FETCH_PROTOCOL):]: v for k, v in counters.items()
+                       if k.startswith(metrics.FETCH_PROTOCOL)},
+            done={})
+
+    def publish(self, run: 'FetchRun', result: FetchResult, tmp: Dict[str, str],
+                info: WarcInfo) -> None:
+        publish_journals(run.journal_dir, run.run_id, tmp, run.before.done, info)
+
+
+class FetchRun:
+    """The command's side of one fetch of a segment (crawl: a CrawlLayout), in `mode`
+    (BatchFetch or StreamingFetch): what earlier runs fetched (the journal), the queue times to
+    start from, the run, and publishing the journal into the segment's parts."""
+
+    def __init__(self, crawl, segment: str, mode):
+        self.crawl, self.segment, self.mode = crawl, segment, mode
+        self.what = f'fetch {segment}'
+        self.journal_dir = crawl.fetch_journal(segment)
+        self.generate_files = crawl.part_files(segment, CRAWL_GENERATE)
+        self.generated = count_records(self.generate_files)
+        self.before: JournalState = read_journals(self.journal_dir)
+        self.run_id = new_run_id()
+
+    def transform(self, *, settings: FetcherSettings, http: HttpSettings, policy: UrlPolicy,
+                  now: int) -> beam.PTransform:
+        """The fetch of what is left of the segment, in this run's mode."""
+        return self.mode.transform(
+            generate_files=self.generate_files, settings=settings, http=http, policy=policy,
+            now=now, journal_dir=self.journal_dir, run_id=self.run_id,
+            done=frozenset(self.before.done), queue_times=self._queue_times())
+
+    def run(self, pipeline: beam.Pipeline) -> FetchResult:
+        return self.mode.run(pipeline, self)
+
+    def publish(self, result: FetchResult, tmp: Dict[str, str], info: WarcInfo) -> None:
+        """Writes the segment's queue times and its parts into the `tmp` part directories
+        ({part: directory}); the segment update publishes them."""
+        write_queue_times(self.crawl.fetch_times(self.segment), result.queue_times)
+        self.mode.publish(self, result, tmp, info)
+
+    def warc_info(self, now: int, agent: str) -> WarcInfo:
+        """What the warcinfo record of the segment's WARC files says (dated --now)."""
+        return WarcInfo(warcinfo_fields(self.segment, agent), now)
+
+    def remove_journal(self) -> None:
+        fs.delete(self.journal_dir)
+
+    def _queue_times(self) -> Dict[str, float]:
+        """When each queue may be requested first: after its last request in the previous
+        fetched segment of the crawl dir, and in the earlier runs of this fetch (the later of
+        the two)."""
+        times = {}
+        for name in reversed(self.crawl.segment_names()):
+            if name != self.segment and self.crawl.has_part(name, CRAWL_FETCH):
+                times = read_queue_times(self.crawl.fetch_times(name))
+                break
+        for queue, allowed in self.before.queue_times.items():
+            times[queue] = max(times.get(queue, 0.0), allowed)
+        return times
+
+
+def fetch_mode(cfg, *, streaming: bool):
+    """The mode a fetch runs in: BatchFetch, or with `streaming` the streaming fetch on Flink
+    (fetcher/streaming/driver.py)."""
+    if not streaming:
+        return BatchFetch()
+    return StreamingFetch(poll_s=cfg['fetcher.streaming.poll.seconds'],
+                          progress_s=cfg['fetcher.progress.seconds'],
+                          flink_rest=cfg['runner.flink.rest'])

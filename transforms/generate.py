@@ -24,10 +24,10 @@ from beamcrawl.transforms.storage import container
 from beamcrawl.transforms.engine.units import RECORDS_PER_UNIT, Unit, avro_units
 from beamcrawl.transforms.storage.databases import DbLayout, DbUpdate
 from beamcrawl.transforms.storage.parts import ReadCrawlDb, Record, WriteParts, write_avro_file
-from beamcrawl.transforms.fetcher.dns import Resolver
+from beamcrawl.transforms.fetcher.queues import KeyByQueue
 from beamcrawl.transforms.policy.generate import GenerateSettings, assign_segments, sort_key
-from beamcrawl.transforms.policy.partition import QUEUE_MODES, partition, queue_key, scatter_key
-from beamcrawl.transforms.policy.urls import UrlPolicy, host_of, scheme_host
+from beamcrawl.transforms.policy.partition import QUEUE_MODES, partition, scatter_key
+from beamcrawl.transforms.policy.urls import UrlPolicy, scheme_host
 from beamcrawl.transforms.storage.records import (CRAWL_DATUM_SCHEMA, METADATA_GENERATE_TIME,
                                           complete_datum)
 
@@ -260,23 +260,17 @@ class SelectForFetch(beam.PTransform):
         return groups | 'JoinSelected' >> beam.FlatMap(pick, beam.pvalue.AsDict(assigned))
 
 
-class _PartKeyFn(beam.DoFn):
-    """(segment, record) → ((segment, part index), record), by partition.url.mode."""
+class _PartOfFn(beam.DoFn):
+    """(queue id, (segment, record)) → ((segment, part index), record)."""
 
-    def __init__(self, *, mode, num_parts, policy):
-        self.mode, self.num_parts, self.policy = mode, num_parts, policy
+    def __init__(self, num_parts: int):
+        self.num_parts = num_parts
         self.selected = metrics.counter(metrics.GENERATE_SELECTED)
 
-    def setup(self):
-        self._resolve = Resolver()
-
     def process(self, item):
-        segment, record = item
+        queue, (segment, record) = item
         self.selected.inc()
-        key = queue_key(host_of(record['url']), self.mode, domain_of=self.policy.domains.domain,
-                        resolve=self._resolve)
-        part = partition(key or '', self.num_parts)   # unresolvable hosts share a part (Nutch)
-        yield (segment, part), record
+        yield (segment, partition(queue or '', self.num_parts)), record  # unresolvable: one part
 
 
 class _WritePartFn(beam.DoFn):
@@ -313,8 +307,9 @@ class WriteFetchLists(beam.PTransform):
 
     def expand(self, assigned: beam.PCollection[Tuple[int, Record]]) -> beam.PCollection[str]:
         return (assigned
-                | 'PartKey' >> beam.ParDo(_PartKeyFn(mode=self.mode, num_parts=self.num_parts,
-                                                     policy=self.policy))
+                | 'KeyByQueue' >> KeyByQueue(mode=self.mode, policy=self.policy,
+                                             url_of=lambda item: item[1]['url'])
+                | 'PartKey' >> beam.ParDo(_PartOfFn(self.num_parts))
                 | 'GroupParts' >> beam.GroupByKey()
                 | 'WritePart' >> beam.ParDo(_WritePartFn(self.part_dirs)))
 

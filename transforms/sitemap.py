@@ -36,7 +36,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from beamcrawl.transforms.base import metrics
 from beamcrawl.transforms.fetcher import Fetcher, FetcherSettings, HttpSettings
-from beamcrawl.transforms.fetcher.journal import SOURCE_KEY
+from beamcrawl.transforms.fetcher.journal.paths import SOURCE_KEY
 from beamcrawl.transforms.runners.interrupts import INTERRUPTED
 from beamcrawl.transforms.storage.segments import CONTENT, CRAWL_FETCH
 from beamcrawl.transforms.policy.sitemaps import (DEFAULT_PRIORITY, SitemapEntry,

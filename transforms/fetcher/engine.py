@@ -25,7 +25,7 @@ from typing import Dict, List, Optional, Tuple
 from beamcrawl.transforms.base import metrics
 from beamcrawl.transforms.fetcher.dns import Resolver
 from beamcrawl.transforms.fetcher.http import HttpClient, HttpSettings
-from beamcrawl.transforms.fetcher.journal import SOURCE_KEY
+from beamcrawl.transforms.fetcher.journal.paths import SOURCE_KEY
 from beamcrawl.transforms.runners.interrupts import INTERRUPTED
 from beamcrawl.transforms.fetcher.monitor import Monitor, Progress, log_progress
 from beamcrawl.transforms.fetcher.redirects import target_record

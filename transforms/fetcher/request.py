@@ -16,7 +16,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 from beamcrawl.transforms.base import metrics
 from beamcrawl.transforms.fetcher.http import HttpClient
-from beamcrawl.transforms.fetcher.journal import SOURCE_KEY
+from beamcrawl.transforms.fetcher.journal.paths import SOURCE_KEY
 from beamcrawl.transforms.fetcher.redirects import redirect_target, target_record
 from beamcrawl.transforms.fetcher.robots_cache import RobotsCache
 from beamcrawl.transforms.fetcher.settings import FetcherSettings

@@ -1,4 +1,4 @@
-"""The streaming fetch's timer logic (transforms/fetcher/streaming/fetch.py) on the local runner: a
+"""The streaming fetch's timer logic (transforms/fetcher/streaming/polite.py) on the local runner: a
 TestStream advances processing time in steps, requests are simulated (each takes a known time),
 and the times the DoFn starts them are asserted exactly. Nothing sleeps: the timers fire on the
 test stream's clock, and the DoFn takes the time from them (clock=None)."""
@@ -18,7 +18,7 @@ from beamcrawl.transforms.base.config import load_config
 from beamcrawl.transforms.fetcher.request import Outcome
 from beamcrawl.transforms.storage.segments import CONTENT, CRAWL_FETCH
 from beamcrawl.transforms.storage.records import crawl_datum
-from beamcrawl.transforms.fetcher.streaming.fetch import UNRESOLVED, PoliteFetch
+from beamcrawl.transforms.fetcher.streaming.polite import UNRESOLVED, PoliteFetch
 from tests.conftest import run_cli
 
 POLL = 0.05

@@ -1,0 +1,83 @@
+"""JournalWriter: one fetcher's results appended to its journal files as they complete."""
+
+import json
+import uuid
+from typing import Dict, List, Tuple
+
+import fastavro
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+
+from beamcrawl.transforms.fetcher.journal.paths import QUEUES_SUFFIX, SCHEMAS, run_dir
+from beamcrawl.transforms.fetcher.journal.queuetimes import note_queue_time, write_queue_times
+from beamcrawl.transforms.storage import fs
+from beamcrawl.transforms.storage.segments import CONTENT, CRAWL_FETCH, WARC
+
+__all__ = ['JournalWriter', 'commit_run']
+
+_PARSED = {part: fastavro.parse_schema(schema) for part, schema in SCHEMAS.items()}
+
+
+class JournalWriter:
+    """Appends one fetcher's results to its two journal files, flushing after each write."""
+
+    def __init__(self, journal_dir: str, run_id: str):
+        self.directory = run_dir(journal_dir, run_id)
+        self.name = uuid.uuid4().hex[:12]
+        self._files: Dict[str, object] = {}
+        self._writers: Dict[str, fastavro.write.Writer] = {}
+        self.queue_times: Dict[str, float] = {}        # queue_times_of what was written
+
+    def path(self, part: str) -> str:
+        return FileSystems.join(self.directory, f'{self.name}.{part}.avro')
+
+    def write(self, results: List[Tuple[str, dict]]) -> None:
+        """Writes (part, record) pairs and flushes them to the OS: all content and WARC records
+        first, then the crawl_fetch records in their order, so that once a URL's own
+        crawl_fetch record is written everything it led to is too."""
+        for wanted in (CONTENT, WARC, CRAWL_FETCH):
+            records = [record for part, record in results if part == wanted]
+            if not records:
+                continue
+            writer = self._writers.get(wanted)
+            if writer is None:
+                fs.mkdirs(self.directory)
+                handle = FileSystems.create(self.path(wanted),
+                                            compression_type=CompressionTypes.UNCOMPRESSED)
+                writer = fastavro.write.Writer(handle, _PARSED[wanted], codec='deflate')
+                self._files[wanted], self._writers[wanted] = handle, writer
+            if wanted == CRAWL_FETCH:
+                for record in records:
+                    note_queue_time(self.queue_times, record)
+            try:
+                for record in records:
+                    writer.write(record)
+                writer.flush()
+                self._files[wanted].flush()
+            except OSError as e:        # e.g. a full disk: name the file
+                raise OSError(e.errno, e.strerror, self.path(wanted)) from e
+
+    def close(self) -> List[str]:
+        """Closes the files, then writes the queue times of what they hold (so that the end of
+        a fetch need not read the journals again: run_queue_times); returns their paths."""
+        paths = []
+        for part, writer in self._writers.items():
+            writer.flush()
+            self._files[part].close()
+            paths.append(self.path(part))
+        self._files, self._writers = {}, {}
+        if paths:
+            path = FileSystems.join(self.directory, f'{self.name}{QUEUES_SUFFIX}')
+            write_queue_times(path, self.queue_times)
+            paths.append(path)
+        return paths
+
+
+def commit_run(journal_dir: str, run_id: str, paths: List[str]) -> str:
+    """Records the journal files of a run's committed bundles (the runner may have retried
+    others; their files are not used); returns the commit file's path."""
+    fs.mkdirs(journal_dir)
+    path = FileSystems.join(journal_dir, f'run-{run_id}.committed')
+    with FileSystems.create(path) as f:
+        f.write(json.dumps(sorted(paths)).encode('utf-8'))
+    return path
