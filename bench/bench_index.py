@@ -22,7 +22,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from beamcrawl.transforms.storage.parts import write_avro_file  # noqa: E402
+from beamcrawl.transforms.storage.partwriter import write_avro_file  # noqa: E402
 from beamcrawl.transforms.storage.layout import CrawlLayout  # noqa: E402
 from beamcrawl.transforms.storage.fs import part_file
 from beamcrawl.transforms.storage.records import (CRAWL_DATUM_SCHEMA, INLINKS_SCHEMA,  # noqa: E402

@@ -17,8 +17,8 @@ import re
 import sys
 from typing import List, Optional
 
-from beamcrawl.pipelines import DropBeamNoise
 from beamcrawl.transforms.runners import interrupts
+from beamcrawl.transforms.runners.logs import setup_logging
 
 COMMANDS = {
     'inject': 'beamcrawl.pipelines.inject',
@@ -51,19 +51,6 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message):
         self.exit(2, f'{self.prog}: error: {message} (see --help)\n')
-
-
-def setup_logging() -> None:
-    """Human logs on stderr: our INFO progress lines, only warnings from Beam."""
-    logging.basicConfig(level=logging.INFO, format='%(asctime)s %(levelname)s %(message)s',
-                        datefmt='%H:%M:%S', stream=sys.stderr, force=True)
-    for handler in logging.getLogger().handlers:
-        handler.addFilter(DropBeamNoise())
-    for noisy in ('apache_beam', 'absl', 'matplotlib'):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
-    # urllib3 warns, with a traceback, about every malformed response a hostile server sends;
-    # the fetcher records those as statuses and counters instead.
-    logging.getLogger('urllib3').setLevel(logging.ERROR)
 
 
 # Arguments that name local files or directories. They are made absolute before any pipeline

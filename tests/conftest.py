@@ -129,7 +129,7 @@ def read_db(crawl_dir) -> dict:
 
 def write_db(crawl_dir, records) -> None:
     """Writes a crawldb version directly (as a previous beamcrawl run would have left it)."""
-    from beamcrawl.transforms.storage.parts import write_avro_file
+    from beamcrawl.transforms.storage.partwriter import write_avro_file
     from beamcrawl.transforms.storage.layout import CrawlLayout
     from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA
     db = CrawlLayout(str(crawl_dir)).crawldb

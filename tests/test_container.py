@@ -8,7 +8,7 @@ import pytest
 from beamcrawl.transforms.base.errors import InputError
 from beamcrawl.transforms.engine import units
 from beamcrawl.transforms.storage import container
-from beamcrawl.transforms.storage.parts import write_avro_file
+from beamcrawl.transforms.storage.partwriter import write_avro_file
 from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA
 from tests.workloads import datums
 

@@ -93,7 +93,7 @@ def test_stop_file_and_nothing_due(web, tmp_path, capsys):
 
 
 def test_politeness_audit_flags_violations(tmp_path):
-    from beamcrawl.transforms.storage.parts import write_avro_file
+    from beamcrawl.transforms.storage.partwriter import write_avro_file
     from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, crawl_datum
     segment = tmp_path / 'crawl' / 'segments' / '20261122000000'
     records = [crawl_datum(f'http://a.test/{i}', 'fetch_success', fetch_time=0, fetch_interval=1,

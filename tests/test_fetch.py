@@ -13,7 +13,7 @@ from beamcrawl.transforms.base.config import load_config
 from beamcrawl.transforms.fetch import FetchSegment
 from beamcrawl.transforms.fetcher.journal import publishing, queuetimes, reading
 from beamcrawl.transforms.storage.segments import CONTENT, CRAWL_FETCH
-from beamcrawl.transforms.storage.parts import write_avro_file
+from beamcrawl.transforms.storage.partwriter import write_avro_file
 from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, crawl_datum
 
 NOW = '2026-11-22T00:00:00Z'

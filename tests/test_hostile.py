@@ -12,7 +12,8 @@ import pytest
 
 from beamcrawl.transforms import settings
 from beamcrawl.transforms.base.config import load_config
-from beamcrawl.transforms.storage.parts import iter_records, write_avro_file
+from beamcrawl.transforms.storage.parts import iter_records
+from beamcrawl.transforms.storage.partwriter import write_avro_file
 from beamcrawl.transforms.fetcher import Fetcher
 from beamcrawl.transforms.storage.layout import CrawlLayout
 from beamcrawl.transforms.storage.segments import CONTENT, CRAWL_FETCH

@@ -14,7 +14,8 @@ from tests.workloads import PARALLEL, assert_partitioned
 from beamcrawl.transforms.inject import Inject
 from beamcrawl.transforms.policy.inject import InjectRules
 from beamcrawl.transforms.storage.databases import DbLayout, DbUpdate
-from beamcrawl.transforms.storage.parts import iter_records, write_avro_file
+from beamcrawl.transforms.storage.parts import iter_records
+from beamcrawl.transforms.storage.partwriter import write_avro_file
 from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, crawl_datum
 from beamcrawl.transforms.engine import units
 from beamcrawl.transforms.runners.runtime import counters_of

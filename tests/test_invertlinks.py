@@ -11,7 +11,8 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from beamcrawl.pipelines.cli import main
 from tests.conftest import kill_when, run_cli, start_command
 from tests.workloads import IN_PROCESS, PARALLEL, linkdb_workload, read_linkdb
-from beamcrawl.transforms.storage.parts import iter_records, write_avro_file
+from beamcrawl.transforms.storage.parts import iter_records
+from beamcrawl.transforms.storage.partwriter import write_avro_file
 from beamcrawl.transforms.storage.layout import CrawlLayout
 from beamcrawl.transforms.invertlinks import InvertLinks
 from beamcrawl.transforms.storage.databases import DbLayout, DbUpdate

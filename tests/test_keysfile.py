@@ -3,7 +3,7 @@
 import os
 
 from beamcrawl.transforms.storage import container, keysfile, partwriter
-from beamcrawl.transforms.storage.parts import write_avro_file
+from beamcrawl.transforms.storage.partwriter import write_avro_file
 from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA
 from tests.workloads import datums
 

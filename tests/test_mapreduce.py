@@ -12,7 +12,8 @@ from beamcrawl.transforms.engine import mapreduce, reducers
 from beamcrawl.transforms.engine.units import avro_units
 from beamcrawl.transforms.storage import container, partwriter
 from beamcrawl.transforms.storage.databases import DbUpdate
-from beamcrawl.transforms.storage.parts import iter_records, write_avro_file
+from beamcrawl.transforms.storage.parts import iter_records
+from beamcrawl.transforms.storage.partwriter import write_avro_file
 from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA
 from tests.workloads import datums
 

@@ -7,7 +7,7 @@ import fastavro
 import pytest
 
 from beamcrawl.transforms.storage import container, partwriter
-from beamcrawl.transforms.storage.parts import write_avro_file
+from beamcrawl.transforms.storage.partwriter import write_avro_file
 from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA
 from tests.workloads import datums
 

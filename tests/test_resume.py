@@ -268,7 +268,7 @@ def test_per_host_delays_hold_across_rounds(web, tmp_path):
 
 def test_an_interrupted_updatedb_keeps_the_crawldb(tmp_path):
     from tests.conftest import write_db
-    from beamcrawl.transforms.storage.parts import write_avro_file
+    from beamcrawl.transforms.storage.partwriter import write_avro_file
     from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, crawl_datum
     crawl = str(tmp_path / 'crawl')
     write_db(crawl, [crawl_datum(f'http://h{i % 300}.test/p{i}', 'db_unfetched', fetch_time=0,

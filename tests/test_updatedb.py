@@ -14,7 +14,8 @@ from tests.testweb import Page
 from tests.workloads import (IN_PROCESS, PARALLEL, assert_partitioned, crawldb_parts,
                              run_updatedb, update_workload)
 from beamcrawl.transforms.storage.databases import DbLayout, DbUpdate
-from beamcrawl.transforms.storage.parts import iter_records, write_avro_file
+from beamcrawl.transforms.storage.parts import iter_records
+from beamcrawl.transforms.storage.partwriter import write_avro_file
 from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, crawl_datum
 from beamcrawl.transforms.updatedb import MapRules, UpdateCrawlDb
 

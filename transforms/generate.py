@@ -23,7 +23,8 @@ from beamcrawl.transforms.storage import fs, segments
 from beamcrawl.transforms.storage import container
 from beamcrawl.transforms.engine.units import RECORDS_PER_UNIT, Unit, avro_units
 from beamcrawl.transforms.storage.databases import DbLayout, DbUpdate
-from beamcrawl.transforms.storage.parts import ReadCrawlDb, Record, WriteParts, write_avro_file
+from beamcrawl.transforms.storage.parts import ReadCrawlDb, Record, WriteParts
+from beamcrawl.transforms.storage.partwriter import write_avro_file
 from beamcrawl.transforms.fetcher.queues import KeyByQueue
 from beamcrawl.transforms.policy.generate import GenerateSettings, assign_segments, sort_key
 from beamcrawl.transforms.policy.partition import QUEUE_MODES, partition, scatter_key

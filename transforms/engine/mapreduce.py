@@ -33,7 +33,7 @@ from beamcrawl.transforms.engine.reducers import Mapper, Reducer
 from beamcrawl.transforms.engine.units import Unit
 from beamcrawl.transforms.storage.databases import PARTITIONS_NOTE, DbUpdate
 from beamcrawl.transforms.storage.fs import part_file
-from beamcrawl.transforms.storage.parts import named
+from beamcrawl.transforms.storage.partwriter import named
 
 __all__ = ['MapReduce']
 

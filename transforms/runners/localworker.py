@@ -212,7 +212,7 @@ def _attach(path: str) -> None:
 def main() -> None:
     if len(sys.argv) == 3 and sys.argv[1] == '--attach':
         _attach(sys.argv[2])
-    from beamcrawl.pipelines.cli import setup_logging
+    from beamcrawl.transforms.runners.logs import setup_logging
     setup_logging()
     _prepare()
     _leave(_harness())

@@ -1,4 +1,5 @@
-"""Reading and writing crawl-dir parts as Avro."""
+"""Parts in and out of pipelines: Beam transforms that read and write crawl-dir parts, and the
+driver's small reads (iter_records, count_records). Files are written by storage/partwriter.py."""
 
 import uuid
 from typing import Any, Dict, Iterator, List
@@ -6,25 +7,18 @@ from typing import Any, Dict, Iterator, List
 import apache_beam as beam
 import fastavro
 from apache_beam.io.avroio import ReadFromAvro
-from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.transforms.window import GlobalWindows
 
-from beamcrawl.transforms.storage import databases, fs
-from beamcrawl.transforms.storage import container
-from beamcrawl.transforms.base.errors import InputError
+from beamcrawl.transforms.storage import container, databases, fs
+from beamcrawl.transforms.storage.partwriter import PartWriter, write_avro_file
 from beamcrawl.transforms.storage.records import complete_datum
 
 __all__ = ['check_avro_files', 'ReadParts', 'ReadCrawlDb', 'WriteParts', 'iter_records',
-           'count_records', 'write_avro_file', 'Record']
+           'count_records', 'Record']
 
 Record = Dict[str, Any]        # a record as Beam's Avro IO reads it: a dict in its schema's shape
-_IN_PROGRESS = '.avro.inprogress'
-
-
-def _corrupt(path: str, error: Exception) -> InputError:
-    text = str(error).splitlines()[0] if str(error) else ''
-    return InputError(f'{path}: not a readable Avro file ({type(error).__name__}: {text[:200]})')
+_BUNDLE = '.bundle.avro'        # a bundle's file, renamed to part-NNNNN.avro once committed
 
 
 def check_avro_files(paths: List[str]) -> None:
@@ -36,22 +30,7 @@ def check_avro_files(paths: List[str]) -> None:
                 reader = fastavro.reader(f)
                 next(iter(reader), None)
         except Exception as e:  # pylint: disable=broad-except  (any decoder error means corrupt)
-            raise _corrupt(path, e) from None
-
-
-def named(error: OSError, path: str) -> OSError:
-    """The same OSError naming `path` (a write error of a file object often names none)."""
-    return error if error.filename else OSError(error.errno, error.strerror, path)
-
-
-def write_avro_file(path: str, schema: dict, records) -> None:
-    """Writes one Avro file (deflate) through FileSystems; an empty list gives a valid empty
-    file. Used where a transform must control a part's name and order (fetch lists)."""
-    try:
-        with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-            fastavro.writer(f, fastavro.parse_schema(schema), records, codec='deflate')
-    except OSError as e:
-        raise named(e, path) from e
+            raise container.unreadable(path, e) from None
 
 
 def count_records(paths: List[str]) -> int:
@@ -73,7 +52,7 @@ def iter_records(paths: List[str]) -> Iterator[dict]:
             with FileSystems.open(path) as f:
                 yield from fastavro.reader(f)
         except Exception as e:  # pylint: disable=broad-except  (any decoder error means corrupt)
-            raise _corrupt(path, e) from None
+            raise container.unreadable(path, e) from None
 
 
 class ReadParts(beam.PTransform):
@@ -116,41 +95,33 @@ class ReadCrawlDb(beam.PTransform):
 
 
 class _WriteBundleFn(beam.DoFn):
-    """Writes each bundle's records to its own hidden temporary file; yields the file's path
-    once the bundle is complete. Records are written one by one with fastavro (about 4× the
-    rate of Beam's WriteToAvro), so nothing is buffered."""
+    """Writes each bundle's records to its own hidden file (a PartWriter, published as
+    `.<id>.bundle.avro` when the bundle ends); yields the file's path then. Records are written
+    one by one, so nothing is buffered."""
 
     def __init__(self, directory: str, schema: dict):
         self.directory = directory
         self.schema = schema
 
-    def setup(self):
-        self._parsed = fastavro.parse_schema(self.schema)
-
     def start_bundle(self):
-        self._file = self._writer = self._path = None
+        self._writer = None
 
     def process(self, record):
-        try:
-            if self._writer is None:
-                self._path = FileSystems.join(self.directory,
-                                              f'.{uuid.uuid4().hex}{_IN_PROGRESS}')
-                self._file = FileSystems.create(self._path,
-                                                compression_type=CompressionTypes.UNCOMPRESSED)
-                self._writer = fastavro.write.Writer(self._file, self._parsed, codec='deflate')
-            self._writer.write(record)
-        except OSError as e:
-            raise named(e, self._path or self.directory) from e
+        if self._writer is None:
+            self._writer = PartWriter(FileSystems.join(
+                self.directory, f'.{uuid.uuid4().hex}{_BUNDLE}'), self.schema)
+            self._writer.open()
+        self._writer.write(record)
 
     def finish_bundle(self):
         if self._writer is not None:
-            try:
-                self._writer.flush()
-                self._file.close()
-            except OSError as e:
-                raise named(e, self._path) from e
-            yield GlobalWindows.windowed_value(self._path)
-        self._file = self._writer = self._path = None
+            writer, self._writer = self._writer, None
+            writer.commit()
+            yield GlobalWindows.windowed_value(writer.path)
+
+    def teardown(self):
+        if self._writer is not None:        # a bundle that failed: its file is removed
+            self._writer.abort()
 
 
 class _FinalizePartsFn(beam.DoFn):
@@ -163,9 +134,10 @@ class _FinalizePartsFn(beam.DoFn):
 
     def process(self, paths):
         paths = sorted(paths)
-        for leftover in fs.list_files(FileSystems.join(self.directory, f'.*{_IN_PROGRESS}')):
-            if leftover not in paths:
-                fs.delete(leftover)
+        for pattern in (f'.*{_BUNDLE}', '.*.inprogress'):      # failed bundles' files
+            for leftover in fs.list_files(FileSystems.join(self.directory, pattern)):
+                if leftover not in paths:
+                    fs.delete(leftover)
         if not paths:
             write_avro_file(self._part(0), self.schema, [])
             return

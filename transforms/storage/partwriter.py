@@ -1,10 +1,21 @@
-"""PartWriter: writes one Avro part (deflate), with its keys file, published whole."""
+"""Writing Avro files: the one writer family of beamcrawl.
+
+  AvroWriter      the shared part: the header, records encoded (by hand for CrawlDatum:
+                  datumcodec.encoder_for) or copied as their bytes, deflated blocks
+  PartWriter      a part: written aside, published whole by a rename, with its keys file
+  AppendWriter    a journal file: written in place, each flush() a block the OS has
+                  (a killed writer leaves the blocks before its last one readable)
+  write_avro_file a small part from a list of records (fetch lists, empty parts)
+
+Every write error names its file (an OSError with the path: the command reports it in one line).
+"""
 
 import hashlib
 import io
 import json
+import uuid
 import zlib
-from typing import Optional
+from typing import Iterable, Optional
 
 import fastavro
 from apache_beam.io.filesystem import CompressionTypes
@@ -14,57 +25,58 @@ from beamcrawl.transforms.storage.container import MAGIC, Header
 from beamcrawl.transforms.storage.datumcodec import encoder_for, varint
 from beamcrawl.transforms.storage.keysfile import Keys, KeysBuilder, keys_path
 
-__all__ = ['PartWriter']
+__all__ = ['AvroWriter', 'PartWriter', 'AppendWriter', 'write_avro_file', 'named']
 
 _BLOCK_BYTES = 64 * 1024          # uncompressed bytes per written block (fastavro: 16000)
 
 
-class PartWriter:
-    """Writes an Avro file (deflate) of `schema`: `write(record)` encodes a dict,
-    `write_raw(raw, url, status)` appends a record already encoded in the same schema. The file
-    appears under `path` only once complete (written as a hidden temporary file, then renamed).
-    Use as a context manager; an exception discards the temporary file.
+def named(error: OSError, path: str) -> OSError:
+    """The same OSError naming `path` (a write error of a file object often names none)."""
+    return error if error.filename else OSError(error.errno, error.strerror, path)
 
-    With `keys`, the part gets its keys file (keysfile.py): every record's URL, status and
-    encoded length, so that the next update can copy the records it does not change without
-    decoding them. Deflate level 1: about 3× faster than the default 6 on crawldb records, for
-    parts about a third larger."""
 
-    def __init__(self, path: str, schema: dict, level: int = 1, keys: bool = False):
-        self.path = path
+class AvroWriter:
+    """An Avro object container file (deflate) of `schema` being written to `target`:
+    `write(record)` encodes a dict, `write_raw(raw)` appends a record already encoded in the
+    same schema; records are deflated in blocks of about 64 KiB (`flush()` ends one sooner).
+    Deflate level 1: about 3× faster than the default 6 on crawldb records, for files about a
+    third larger. The sync marker is derived from `name`: the same file written again gives the
+    same bytes."""
+
+    def __init__(self, target: str, schema: dict, *, name: str, level: int = 1):
+        self.target, self.level = target, level
         self._encode = encoder_for(schema)     # a faster encoder of the same bytes, if any
-        self._keys = KeysBuilder() if keys else None
         self.plain_schema = schema
         self.schema = fastavro.parse_schema(schema)
-        self.level = level
-        directory, name = path.rsplit('/', 1) if '/' in path else ('.', path)
-        self._tmp = f'{directory}/.{name}.inprogress'
-        # A sync marker derived from the name: rewriting a part gives the same bytes.
-        self._sync = hashlib.md5(b'beamcrawl sync ' + path.encode('utf-8')).digest()
+        self._sync = hashlib.md5(b'beamcrawl sync ' + name.encode('utf-8')).digest()
         self._buf = io.BytesIO()
         self._count = 0
         self.records = 0
+        self._size = 0
         self._file = None
 
     def same_schema(self, header: Header) -> bool:
         """Whether raw records of a file with this header can be written here unchanged."""
         return header.schema == self.schema
 
-    def __enter__(self):
-        self._file = FileSystems.create(self._tmp,
-                                        compression_type=CompressionTypes.UNCOMPRESSED)
-        meta = {'avro.schema': json.dumps(self.plain_schema).encode('utf-8'),
-                'avro.codec': b'deflate'}
-        out = bytearray(MAGIC)
-        out += varint(len(meta))
-        for key, value in meta.items():
-            out += varint(len(key)) + key.encode('utf-8') + varint(len(value)) + value
-        out += varint(0) + self._sync
-        self._file.write(out)
-        self._size = len(out)
-        return self
+    def open(self) -> None:
+        try:
+            self._file = FileSystems.create(self.target,
+                                            compression_type=CompressionTypes.UNCOMPRESSED)
+            meta = {'avro.schema': json.dumps(self.plain_schema).encode('utf-8'),
+                    'avro.codec': b'deflate'}
+            out = bytearray(MAGIC)
+            out += varint(len(meta))
+            for key, value in meta.items():
+                out += varint(len(key)) + key.encode('utf-8') + varint(len(value)) + value
+            out += varint(0) + self._sync
+            self._file.write(out)
+            self._size = len(out)
+        except OSError as e:
+            raise named(e, self.target) from e
 
-    def write(self, record: dict) -> None:
+    def write(self, record: dict) -> int:
+        """Encodes and appends a record; returns the size of its encoding."""
         buf = self._buf
         raw = self._encode(record) if self._encode is not None else None
         if raw is not None:
@@ -74,23 +86,73 @@ class PartWriter:
             start = buf.tell()
             fastavro.schemaless_writer(buf, self.schema, record)
             size = buf.tell() - start
-        if self._keys is not None:
-            self._keys.add(record['url'], record.get('status') or '', size)
         self._count += 1
         if buf.tell() >= _BLOCK_BYTES:
-            self._flush()
+            self._block()
+        return size
+
+    def write_raw(self, raw: bytes) -> None:
+        self._buf.write(raw)
+        self._count += 1
+        if self._buf.tell() >= _BLOCK_BYTES:
+            self._block()
+
+    def _block(self) -> None:
+        """Writes the records buffered so far as one block."""
+        if not self._count:
+            return
+        packer = zlib.compressobj(self.level, zlib.DEFLATED, -15)
+        data = packer.compress(self._buf.getbuffer()) + packer.flush()
+        block = varint(self._count) + varint(len(data)) + data + self._sync
+        try:
+            self._file.write(block)
+        except OSError as e:
+            raise named(e, self.target) from e
+        self._size += len(block)
+        self._blocked(self._count)
+        self.records += self._count
+        self._buf = io.BytesIO()
+        self._count = 0
+
+    def _blocked(self, count: int) -> None:
+        """A block of `count` records was written (subclasses keep track)."""
+
+    def _close(self) -> None:
+        self._block()
+        try:
+            self._file.close()
+        except OSError as e:
+            raise named(e, self.target) from e
+
+
+class PartWriter(AvroWriter):
+    """A part: `path` appears only once complete (written as a hidden temporary file beside it,
+    then renamed). Use as a context manager; an exception discards the temporary file.
+
+    With `keys`, the part gets its keys file (keysfile.py): every record's URL, status and
+    encoded length, so that the next update can copy the records it does not change without
+    decoding them (write_raw then needs the record's url and status)."""
+
+    def __init__(self, path: str, schema: dict, level: int = 1, keys: bool = False):
+        directory, name = path.rsplit('/', 1) if '/' in path else ('.', path)
+        super().__init__(f'{directory}/.{name}.inprogress', schema, name=path, level=level)
+        self.path = path
+        self._keys = KeysBuilder() if keys else None
+
+    def write(self, record: dict) -> int:
+        size = super().write(record)
+        if self._keys is not None:
+            self._keys.add(record['url'], record.get('status') or '', size)
+        return size
 
     def write_raw(self, raw: bytes, url: Optional[str] = None,
                   status: Optional[str] = None) -> None:
-        self._buf.write(raw)
         if self._keys is not None:
             if url is None:
                 self._keys = None              # keys unknown: this part gets no keys file
             else:
                 self._keys.add(url, status or '', len(raw))
-        self._count += 1
-        if self._buf.tell() >= _BLOCK_BYTES:
-            self._flush()
+        super().write_raw(raw)
 
     def write_run(self, data, keys: Keys, start: int, end: int) -> None:
         """Appends records start..end-1 of a keyed part unchanged: `data` is their bytes, in
@@ -100,46 +162,76 @@ class PartWriter:
             self._keys.extend(keys, start, end)
         self._count += end - start
         if self._buf.tell() >= _BLOCK_BYTES:
-            self._flush()
+            self._block()
 
-    def _flush(self):
-        if not self._count:
-            return
-        packer = zlib.compressobj(self.level, zlib.DEFLATED, -15)
-        data = packer.compress(self._buf.getbuffer()) + packer.flush()
-        block = varint(self._count) + varint(len(data)) + data + self._sync
-        self._file.write(block)
-        self._size += len(block)
+    def _blocked(self, count: int) -> None:
         if self._keys is not None:
-            self._keys.blocks.append(self._count)
-        self.records += self._count
-        self._buf = io.BytesIO()
-        self._count = 0
+            self._keys.blocks.append(count)
+
+    def __enter__(self):
+        self.open()
+        return self
 
     def __exit__(self, kind, value, tb):
+        if kind is None:
+            self.commit()
+        else:
+            self.abort()
+        return False
+
+    def commit(self) -> None:
+        """Publishes the part (and its keys file); on an error the part is discarded."""
         try:
-            if kind is None:
-                self._flush()
-                size = self._size
-                self._file.close()
-                keys = keys_path(self.path)
-                for old in (self.path, keys):
-                    if FileSystems.exists(old):
-                        FileSystems.delete([old])
-                FileSystems.rename([self._tmp], [self.path])
-                if self._keys is not None:
-                    self._keys.write(keys, size, self._sync)
-                return False
+            self._close()
+            size = self._size
+            keys = keys_path(self.path)
+            for old in (self.path, keys):
+                if FileSystems.exists(old):
+                    FileSystems.delete([old])
+            FileSystems.rename([self.target], [self.path])
         except OSError as e:
-            value = e
+            self.abort()
+            raise named(e, self.path) from e
+        if self._keys is not None:
+            self._keys.write(keys, size, self._sync)
+
+    def abort(self) -> None:
+        """Discards the part being written (best effort: the error that matters is raised by
+        the caller)."""
         try:
-            self._file.close()
+            if self._file is not None:
+                self._file.close()
         except OSError:
             pass
         try:
-            FileSystems.delete([self._tmp])
-        except Exception:  # pylint: disable=broad-except  (best effort; the error that matters
-            pass           # is raised below)
-        if kind is None:
-            raise OSError(value.errno, value.strerror, self.path) from value
-        return False
+            FileSystems.delete([self.target])
+        except Exception:  # pylint: disable=broad-except
+            pass
+
+
+class AppendWriter(AvroWriter):
+    """A file written in place (a fetch journal's): records are appended, and each `flush()`
+    writes them as a block and hands it to the operating system, so that a reader of the file
+    finds every record flushed before (a killed writer's last block may be cut: the journal's
+    reader stops there)."""
+
+    def __init__(self, path: str, schema: dict):
+        super().__init__(path, schema, name=f'{path} {uuid.uuid4().hex}')
+        self.path = path
+
+    def flush(self) -> None:
+        self._block()
+        try:
+            self._file.flush()
+        except OSError as e:
+            raise named(e, self.path) from e
+
+    def close(self) -> None:
+        self._close()
+
+
+def write_avro_file(path: str, schema: dict, records: Iterable[dict]) -> None:
+    """Writes one part from `records` (an empty list gives a valid empty file)."""
+    with PartWriter(path, schema) as out:
+        for record in records:
+            out.write(record)

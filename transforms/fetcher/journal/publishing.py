@@ -10,7 +10,7 @@ from beamcrawl.transforms.fetcher.journal.paths import (SCHEMAS, SOURCE_KEY, jou
                                                         tolerant_records, writer_of)
 from beamcrawl.transforms.fetcher.journal.reading import committed
 from beamcrawl.transforms.storage import fs
-from beamcrawl.transforms.storage.parts import write_avro_file
+from beamcrawl.transforms.storage.partwriter import write_avro_file
 from beamcrawl.transforms.storage.segments import CRAWL_FETCH, WARC
 from beamcrawl.transforms.storage.warc import write_warc_file
 

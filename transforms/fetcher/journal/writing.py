@@ -4,28 +4,24 @@ import json
 import uuid
 from typing import Dict, List, Tuple
 
-import fastavro
-from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from beamcrawl.transforms.fetcher.journal.paths import QUEUES_SUFFIX, SCHEMAS, run_dir
 from beamcrawl.transforms.fetcher.journal.queuetimes import note_queue_time, write_queue_times
 from beamcrawl.transforms.storage import fs
+from beamcrawl.transforms.storage.partwriter import AppendWriter
 from beamcrawl.transforms.storage.segments import CONTENT, CRAWL_FETCH, WARC
 
 __all__ = ['JournalWriter', 'commit_run']
 
-_PARSED = {part: fastavro.parse_schema(schema) for part, schema in SCHEMAS.items()}
-
-
 class JournalWriter:
-    """Appends one fetcher's results to its two journal files, flushing after each write."""
+    """Appends one fetcher's results to its journal files (storage/partwriter.py AppendWriter),
+    flushing after each write."""
 
     def __init__(self, journal_dir: str, run_id: str):
         self.directory = run_dir(journal_dir, run_id)
         self.name = uuid.uuid4().hex[:12]
-        self._files: Dict[str, object] = {}
-        self._writers: Dict[str, fastavro.write.Writer] = {}
+        self._writers: Dict[str, AppendWriter] = {}
         self.queue_times: Dict[str, float] = {}        # queue_times_of what was written
 
     def path(self, part: str) -> str:
@@ -42,30 +38,24 @@ class JournalWriter:
             writer = self._writers.get(wanted)
             if writer is None:
                 fs.mkdirs(self.directory)
-                handle = FileSystems.create(self.path(wanted),
-                                            compression_type=CompressionTypes.UNCOMPRESSED)
-                writer = fastavro.write.Writer(handle, _PARSED[wanted], codec='deflate')
-                self._files[wanted], self._writers[wanted] = handle, writer
+                writer = self._writers[wanted] = AppendWriter(self.path(wanted),
+                                                              SCHEMAS[wanted])
+                writer.open()
             if wanted == CRAWL_FETCH:
                 for record in records:
                     note_queue_time(self.queue_times, record)
-            try:
-                for record in records:
-                    writer.write(record)
-                writer.flush()
-                self._files[wanted].flush()
-            except OSError as e:        # e.g. a full disk: name the file
-                raise OSError(e.errno, e.strerror, self.path(wanted)) from e
+            for record in records:
+                writer.write(record)
+            writer.flush()
 
     def close(self) -> List[str]:
         """Closes the files, then writes the queue times of what they hold (so that the end of
         a fetch need not read the journals again: run_queue_times); returns their paths."""
         paths = []
-        for part, writer in self._writers.items():
-            writer.flush()
-            self._files[part].close()
-            paths.append(self.path(part))
-        self._files, self._writers = {}, {}
+        for writer in self._writers.values():
+            writer.close()
+            paths.append(writer.path)
+        self._writers = {}
         if paths:
             path = FileSystems.join(self.directory, f'{self.name}{QUEUES_SUFFIX}')
             write_queue_times(path, self.queue_times)
