@@ -55,7 +55,7 @@ def _mark(record: dict, now: str) -> dict:
     return dict(record, metadata={**record['metadata'], METADATA_GENERATE_TIME: now})
 
 
-class _SelectFn(beam.DoFn):
+class _SelectFn(metrics.CountingDoFn):
     """crawldb record → due records, grouped and trimmed per bundle.
 
     With `keep` set, due records are collected per group (the host/domain, or one global group)
@@ -76,8 +76,8 @@ class _SelectFn(beam.DoFn):
         self.per_host = per_host
 
     def start_bundle(self):
+        super().start_bundle()
         self._groups = {}
-        self._counts = metrics.BundleCounts()
 
     def process(self, item):
         if not isinstance(item, Unit):
@@ -100,19 +100,19 @@ class _SelectFn(beam.DoFn):
         parts = scheme_host(url)
         host = parts[1]
         if not host:
-            self._counts.inc(metrics.GENERATE_MALFORMED)
+            self.counts.inc(metrics.GENERATE_MALFORMED)
             return None
         if self.filter_urls and not self.policy.accept(url, parts):
-            self._counts.inc(metrics.GENERATE_REJECTED + 'filtered')
+            self.counts.inc(metrics.GENERATE_REJECTED + 'filtered')
             return None
         if self.policy.denied_host(host):      # the address policy holds even with --no-filter
-            self._counts.inc(metrics.GENERATE_REJECTED + 'denied_address')
+            self.counts.inc(metrics.GENERATE_REJECTED + 'denied_address')
             return None
         reason, candidate = self.settings.check(record, self.now)
         if reason:
-            self._counts.inc(metrics.GENERATE_REJECTED + reason)
+            self.counts.inc(metrics.GENERATE_REJECTED + reason)
             return None
-        self._counts.inc(metrics.GENERATE_DUE)
+        self.counts.inc(metrics.GENERATE_DUE)
         if self.keep is None:
             return 1, _mark(candidate, str(self.now))
         key = host if self.count_mode == 'host' else self.policy.domains.domain(host)
@@ -128,7 +128,7 @@ class _SelectFn(beam.DoFn):
         return None
 
     def finish_bundle(self):
-        self._counts.flush()
+        super().finish_bundle()
         for name, (total, items) in self._groups.items():
             _truncate(items, self.keep)
             yield GlobalWindows.windowed_value((name, (total, items)))

@@ -47,15 +47,10 @@ class JoinByUrl(beam.PTransform):
         return keyed | 'CoGroupByUrl' >> beam.CoGroupByKey()
 
 
-class _BuildFn(beam.DoFn):
+class _BuildFn(metrics.CountingDoFn):
     def __init__(self, rules: IndexRules, shards: int):
         self.rules, self.shards = rules, shards
 
-    def start_bundle(self):
-        self._counts = metrics.BundleCounts()
-
-    def finish_bundle(self):
-        self._counts.flush()
 
     def process(self, item):
         url, groups = item
@@ -66,7 +61,7 @@ class _BuildFn(beam.DoFn):
         shard = partition(url, self.shards)
         reason = deletion(db)
         if reason:
-            self._counts.inc(metrics.INDEX_DELETED + reason)
+            self.counts.inc(metrics.INDEX_DELETED + reason)
             yield shard, (DELETE, url)
             return
         parses = list(groups['parse_data'])
@@ -77,9 +72,9 @@ class _BuildFn(beam.DoFn):
         inlinks = [pair for pairs in groups['linkdb'] for pair in pairs]
         doc = build_document(db, inlinks, data, text, self.rules)
         if doc is None:
-            self._counts.inc(metrics.INDEX_SKIPPED)
+            self.counts.inc(metrics.INDEX_SKIPPED)
             return
-        self._counts.inc(metrics.INDEX_DOCUMENTS)
+        self.counts.inc(metrics.INDEX_DOCUMENTS)
         yield shard, (DOC, doc)
 
 
@@ -99,17 +94,12 @@ class BuildDocuments(beam.PTransform):
         return joined | 'Build' >> beam.ParDo(_BuildFn(self.rules, self.shards))
 
 
-class _WriteShardFn(beam.DoFn):
+class _WriteShardFn(metrics.CountingDoFn):
     """(shard, [('doc', d) | ('delete', url)]) → (shard, new directory), written aside."""
 
     def __init__(self, *, old_shards: Dict[int, str], new_dir):
         self.old_shards, self.new_dir = old_shards, new_dir
 
-    def start_bundle(self):
-        self._counts = metrics.BundleCounts()
-
-    def finish_bundle(self):
-        self._counts.flush()
 
     def process(self, item):
         shard, values = item
@@ -119,7 +109,7 @@ class _WriteShardFn(beam.DoFn):
         docs.sort(key=lambda d: d['url'])
         new_dir = self.new_dir(shard)
         update_shard(self.old_shards.get(shard), new_dir, sorted(set(deletions)), docs)
-        self._counts.inc(metrics.INDEX_SHARDS_WRITTEN)
+        self.counts.inc(metrics.INDEX_SHARDS_WRITTEN)
         yield shard, new_dir
 
 

@@ -45,7 +45,7 @@ class ParseSettings:
     scoring: OpicScoring
 
 
-class _ParseFn(beam.DoFn):
+class _ParseFn(metrics.CountingDoFn):
     def __init__(self, *, settings: ParseSettings, policy: UrlPolicy, now: int):
         self.settings, self.policy, self.now = settings, policy, now
 
@@ -55,11 +55,6 @@ class _ParseFn(beam.DoFn):
     def teardown(self):
         self._pool.shutdown(wait=False)
 
-    def start_bundle(self):
-        self._counts = metrics.BundleCounts()
-
-    def finish_bundle(self):
-        self._counts.flush()
 
     def _parse(self, content) -> Parse:
         args = (content['content'], content['url'], content['content_type'])
@@ -83,13 +78,13 @@ class _ParseFn(beam.DoFn):
     def process(self, content):
         url = content['url']
         if content['http_code'] != 200:
-            self._counts.inc(metrics.PARSE_SKIPPED_NOT_SUCCESS)
+            self.counts.inc(metrics.PARSE_SKIPPED_NOT_SUCCESS)
             return
         if content['truncated'] and self.settings.skip_truncated:
-            self._counts.inc(metrics.PARSE_SKIPPED_TRUNCATED)
+            self.counts.inc(metrics.PARSE_SKIPPED_TRUNCATED)
             return
         parse = self._parse(content)
-        self._counts.inc(metrics.PARSE_STATUS + parse.status)
+        self.counts.inc(metrics.PARSE_STATUS + parse.status)
         if parse.status in ('failed', 'notparsed'):
             parse = Parse(parse.status, metadata=parse.metadata)
         denied: list = []
@@ -97,7 +92,7 @@ class _ParseFn(beam.DoFn):
                                    normalize=self.settings.normalize,
                                    filter_urls=self.settings.filter_urls, denied=denied)
         if parse.metadata.get('parse.fallback'):
-            self._counts.inc(metrics.PARSE_FALLBACK)
+            self.counts.inc(metrics.PARSE_FALLBACK)
         s = self.settings
         digest = signature(s.signature_kind, content=content['content'], text=parse.text,
                            url=url, min_token_len=s.min_token_len, quant_rate=s.quant_rate)
@@ -112,7 +107,7 @@ class _ParseFn(beam.DoFn):
         if refresh is not None:
             yield refresh
         if denied:
-            self._counts.inc(metrics.PARSE_DENIED, len(denied))
+            self.counts.inc(metrics.PARSE_DENIED, len(denied))
         targets = list(dict.fromkeys(target for target, _ in outlinks))
         try:
             base = float((content.get('metadata') or {}).get(CRAWL_SCORE_KEY, 0.0))
@@ -122,7 +117,7 @@ class _ParseFn(beam.DoFn):
         for target, share in zip(targets, shares):
             yield crawl_datum(target, 'linked', fetch_time=self.now,
                               fetch_interval=s.interval_default, score=share)
-        self._counts.inc(metrics.PARSE_OUTLINKS, len(outlinks))
+        self.counts.inc(metrics.PARSE_OUTLINKS, len(outlinks))
 
     def _refresh_target(self, url: str, parse: Parse, denied: list) -> Optional[dict]:
         if parse.refresh is None:

@@ -7,6 +7,7 @@ no counter name that is not declared here.
 
 import collections
 
+import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 NAMESPACE = 'beamcrawl'
@@ -128,3 +129,14 @@ class BundleCounts:
             if n:
                 counter(name).inc(n)
         self.counts.clear()
+
+
+class CountingDoFn(beam.DoFn):
+    """A DoFn that counts into `self.counts` (BundleCounts), added to Beam's counters once per
+    bundle. A subclass with a start_bundle or finish_bundle of its own calls these too."""
+
+    def start_bundle(self):
+        self.counts = BundleCounts()
+
+    def finish_bundle(self):
+        self.counts.flush()
