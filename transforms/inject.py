@@ -18,6 +18,7 @@ from apache_beam.io.localfilesystem import LocalFileSystem
 from beamcrawl.transforms.base import metrics
 from beamcrawl.transforms.storage import container
 from beamcrawl.transforms.engine import partitions
+from beamcrawl.transforms.engine.items import OLD, OLD_RAW, SEED
 from beamcrawl.transforms.engine.mapreduce import MapReduce
 from beamcrawl.transforms.engine.reducers import JoinReducer, Mapper
 from beamcrawl.transforms.engine.units import (BYTES_PER_TEXT_UNIT, RECORDS_PER_UNIT, Unit,
@@ -136,12 +137,11 @@ def merge_seeds(seeds: list, olds: list, rules: InjectRules, counts):
 
 
 SEED_INPUT, OLD_INPUT = 'seeds', 'old'     # the tags of units.Unit
-SEED, OLD, RAW = 's', 'o', 'r'             # item kinds: a seed, an old record, its bytes
 
 
 class InjectMapper(Mapper):
-    """reducers.Mapper of inject: seed-file units (units.text_units) → (url, (SEED, key, datum));
-    crawldb units → (url, (RAW, bytes, status)), or (url, (OLD, record)) when
+    """The map side of inject (items: engine/items.py): seed-file units → (url, (SEED, key,
+    datum)); crawldb units → (url, (OLD_RAW, bytes, status)), or (url, (OLD, record)) when
     --filter-normalize-all changed it or its file has another schema."""
 
     def __init__(self, reader: SeedReader, clean_old: bool):
@@ -170,7 +170,7 @@ class InjectMapper(Mapper):
                 yield url, (OLD, {**record, 'url': url})
                 return
         if raw is not None:
-            yield record['url'], (RAW, raw, record['status'])
+            yield record['url'], (OLD_RAW, raw, record['status'])
         else:
             yield record['url'], (OLD, record)
 
@@ -230,7 +230,7 @@ class InjectReducer(JoinReducer):
     def write_grouped(self, groups, out, counts):
         for url in sorted(groups):
             values = groups[url]
-            if len(values) == 1 and values[0][0] == RAW:
+            if len(values) == 1 and values[0][0] == OLD_RAW:
                 if self._kept(values[0][2], counts):
                     out.write_raw(values[0][1], url, values[0][2])
                 continue
@@ -238,7 +238,7 @@ class InjectReducer(JoinReducer):
             for value in values:
                 if value[0] == SEED:
                     seeds.append(value)
-                elif value[0] == RAW:
+                elif value[0] == OLD_RAW:
                     olds.append(self.decode(value[1]))
                 else:
                     olds.append(value[1])

@@ -16,6 +16,7 @@ import apache_beam as beam
 from beamcrawl.transforms.base import metrics
 from beamcrawl.transforms.storage import container
 from beamcrawl.transforms.engine import partitions
+from beamcrawl.transforms.engine.items import FETCH, LINK, OLD, OLD_RAW, SIGNATURE
 from beamcrawl.transforms.engine.mapreduce import MapReduce
 from beamcrawl.transforms.engine.reducers import JoinReducer, Mapper
 from beamcrawl.transforms.engine.units import RECORDS_PER_UNIT, Unit, avro_units
@@ -30,8 +31,6 @@ from beamcrawl.transforms.storage.records import (CRAWL_DATUM_SCHEMA, DB_STATUSE
 __all__ = ['UpdateCrawlDb', 'tag_segment_record', 'MapRules', 'merge_counted', 'UpdateMapper',
            'UpdateReducer', 'OLD_INPUT', 'SEGMENT_INPUT']
 
-OLD, FETCH, LINK, SIGNATURE = 'o', 'f', 'l', 's'
-RAW = 'r'                       # bulk path: an old record as its encoded bytes, with its status
 OLD_INPUT, SEGMENT_INPUT = 'old', 'segment'       # the tags of units.Unit
 
 
@@ -102,7 +101,7 @@ def merge_counted(buckets: Dict[str, list], now: int, rules: UpdateRules, counts
 class UpdateMapper(Mapper):
     """reducers.Mapper of updatedb: units tagged OLD_INPUT (crawldb parts) and SEGMENT_INPUT
     (crawl_fetch, crawl_parse parts) → (url, item). An old record that the rules keep as it is
-    travels as (RAW, its bytes, its status) when its file has the crawldb's own schema."""
+    travels as (OLD_RAW, its bytes, its status) when its file has the crawldb's own schema."""
 
     def __init__(self, rules: MapRules):
         self.rules = rules
@@ -130,7 +129,7 @@ class UpdateMapper(Mapper):
         if kept is None:
             return
         if raw_ok and kept is record:
-            yield record['url'], (RAW, raw, self._statuses[record['status']])
+            yield record['url'], (OLD_RAW, raw, self._statuses[record['status']])
         else:
             yield kept['url'], (OLD, kept)
 
@@ -223,13 +222,13 @@ class UpdateReducer(JoinReducer):
         statuses = collections.Counter()
         for url in sorted(groups):
             values = groups[url]
-            if len(values) == 1 and values[0][0] == RAW:
+            if len(values) == 1 and values[0][0] == OLD_RAW:
                 statuses[values[0][2]] += 1
                 out.write_raw(values[0][1], url, values[0][2])
                 continue
             olds, news = [], []
             for value in values:
-                if value[0] == RAW:
+                if value[0] == OLD_RAW:
                     olds.append(self.decode(value[1]))
                 elif value[0] == OLD:
                     olds.append(value[1])

@@ -11,19 +11,23 @@ from typing import Dict, Iterable, Iterator, List, MutableSequence, Optional, Tu
 
 from beamcrawl.transforms.storage import keysfile, partwriter
 
-__all__ = ['Entry', 'Unsorted', 'join_sorted', 'join_keyed', 'strictly_sorted']
+__all__ = ['Entry', 'Joined', 'Unsorted', 'join_sorted', 'join_keyed', 'strictly_sorted']
 
 
 class Unsorted(Exception):
     """An old part that is not sorted by key after all."""
 
 
-Entry = Tuple[str, Optional[str], Optional[bytes], Optional[dict]]   # url, status, raw, record
+# An old record: (url, status, its encoding or None, the decoded record or None).
+Entry = Tuple[str, Optional[str], Optional[bytes], Optional[dict]]
+# What the joins yield per URL: (url, the old record's status, its encoding, the decoded old
+# record, the new items of its group). The old fields are None for a URL the old part lacks;
+# the items are None for an old record no group names. Plain tuples, one per record: see
+# engine/items.py for why not NamedTuples.
+Joined = Tuple[str, Optional[str], Optional[bytes], Optional[dict], Optional[list]]
 
 
-def join_sorted(old: Iterable[Entry], groups: Dict[str, list]
-                ) -> Iterator[Tuple[str, Optional[str], Optional[bytes], Optional[dict],
-                                    Optional[list]]]:
+def join_sorted(old: Iterable[Entry], groups: Dict[str, list]) -> Iterator[Joined]:
     """Merge join of an old part sorted by URL — entries (url, status, encoded record or None,
     decoded record or None) — with a partition's groups: (url, status, raw, record, the
     group's items) in URL order; an old entry with no group has items None, a group with no
@@ -49,8 +53,7 @@ def join_sorted(old: Iterable[Entry], groups: Dict[str, list]
 
 
 def join_keyed(part: keysfile.KeyedPart, groups: Dict[str, list], out: partwriter.PartWriter,
-               copied: MutableSequence[int]
-               ) -> Iterator[Tuple[str, Optional[str], Optional[bytes], None, list]]:
+               copied: MutableSequence[int]) -> Iterator[Joined]:
     """join_sorted for an old part with its keys file (sorted by URL: the caller checks),
     when every old record that no group names is copied unchanged: such records are not
     yielded but written to `out` here, a run at a time (PartWriter.write_run), as the join
