@@ -29,7 +29,7 @@ __all__ = ['InvertLinks', 'InvertMapper', 'InlinksReducer', 'PARSE_INPUT', 'OLD_
 PARSE_INPUT, OLD_INPUT = 'parse_data', 'old'    # the tags of units.Unit
 
 # The items of the map side, per target URL, told apart by their Python type (plain values:
-# typed wrappers would cost more than the rest of the map side, docs/performance.md):
+# typed wrappers would cost more than the rest of the map side, engine/items.py):
 NewInlink = Pair                   # (from_url, anchor): one inverted outlink
 OldInlinks = List[Pair]            # an old entry, decoded: its (from_url, anchor) pairs
 OldRaw = bytes                     # an old entry as its encoded bytes (copied when unchanged)

@@ -9,9 +9,9 @@ An item is a plain tuple whose first element, a small int, says what it is:
   (FETCH | LINK | SIGNATURE, record)   updatedb: a crawl_fetch or crawl_parse record
 
 Plain tuples, not NamedTuples or dataclasses: items are made, pickled into spill files and
-unpickled once per record, and a NamedTuple costs about 2.5 µs more per item than a tuple for
-that (measured: 1M items, 0.6 s against 3.4 s) — a third of updatedb's time on 1M records
-(docs/performance.md). invertlinks' items are told apart by their Python type instead
+unpickled once per record, and a NamedTuple costs about 3.5 µs more per item than a tuple for
+that (measured on 1M items of this shape: 0.6 s against 4.1 s) — a third of updatedb's time on
+1M records. invertlinks' items are told apart by their Python type instead
 (transforms/invertlinks.py).
 """
 
