@@ -12,7 +12,7 @@ from beamcrawl.transforms import settings
 from beamcrawl.pipelines.cli import main
 from tests.conftest import read_db, read_parts, run_cli, write_db
 from beamcrawl.transforms.generate import SelectForFetch
-from beamcrawl.transforms.policy.urls import host_of
+from beamcrawl.transforms.policy.urlparts import host_of
 from beamcrawl.transforms.storage.records import crawl_datum
 from beamcrawl.transforms.runners.runtime import counters_of
 

@@ -28,7 +28,8 @@ from beamcrawl.transforms.storage.partwriter import write_avro_file
 from beamcrawl.transforms.fetcher.queues import KeyByQueue
 from beamcrawl.transforms.policy.generate import GenerateSettings, assign_segments, sort_key
 from beamcrawl.transforms.policy.partition import QUEUE_MODES, partition, scatter_key
-from beamcrawl.transforms.policy.urls import UrlPolicy, scheme_host
+from beamcrawl.transforms.policy.urls import UrlPolicy
+from beamcrawl.transforms.policy.urlparts import scheme_host
 from beamcrawl.transforms.storage.records import (CRAWL_DATUM_SCHEMA, METADATA_GENERATE_TIME,
                                           complete_datum)
 

@@ -20,7 +20,8 @@ from beamcrawl.transforms.policy.html import Parse, parse_document
 from beamcrawl.transforms.policy.outlinks import OutlinkRules, filter_outlinks
 from beamcrawl.transforms.policy.scoring import CRAWL_SCORE_KEY, OpicScoring
 from beamcrawl.transforms.policy.signature import signature
-from beamcrawl.transforms.policy.urls import UrlPolicy, choose_repr
+from beamcrawl.transforms.policy.urls import UrlPolicy
+from beamcrawl.transforms.policy.domains import choose_repr
 from beamcrawl.transforms.storage.records import SCHEMAS, crawl_datum, parse_data, parse_text
 
 __all__ = ['ParseSettings', 'ParseContent', 'ParseSegment']

@@ -11,7 +11,7 @@ import apache_beam as beam
 from apache_beam.transforms.stats import ApproximateQuantiles
 
 from beamcrawl.transforms.storage.parts import Record
-from beamcrawl.transforms.policy.urls import MalformedUrl
+from beamcrawl.transforms.policy.urlparts import MalformedUrl
 from beamcrawl.transforms.storage.records import STATUS_CODES
 from beamcrawl.transforms.runners.runtime import format_time
 

@@ -26,8 +26,10 @@ from beamcrawl.transforms.policy.schedule import (AdaptiveFetchSchedule, Default
 from beamcrawl.transforms.policy.scoring import OpicScoring
 from beamcrawl.transforms.policy.signature import signature_kind
 from beamcrawl.transforms.policy.updatedb import UpdateRules
-from beamcrawl.transforms.policy.urls import (BasicNormalizer, DomainHelper, RegexFilter,
-                                              RegexNormalizer, RuleError, UrlPolicy)
+from beamcrawl.transforms.policy.urls import UrlPolicy
+from beamcrawl.transforms.policy.domains import DomainHelper
+from beamcrawl.transforms.policy.normalize import BasicNormalizer
+from beamcrawl.transforms.policy.urlrules import RegexFilter, RegexNormalizer, RuleError
 
 if TYPE_CHECKING:      # imported where they are built: the fetcher, the parser and the sitemap
     # parser (requests, lxml) cost about 0.1 s to import, which other commands do not pay

@@ -42,7 +42,8 @@ from beamcrawl.transforms.storage.segments import CONTENT, CRAWL_FETCH
 from beamcrawl.transforms.policy.sitemaps import (DEFAULT_PRIORITY, SitemapEntry,
                                                   SitemapSettings, fetch_interval, parse_sitemap,
                                                   site_scope, sitemap_host)
-from beamcrawl.transforms.policy.urls import MalformedUrl, UrlPolicy
+from beamcrawl.transforms.policy.urls import UrlPolicy
+from beamcrawl.transforms.policy.urlparts import MalformedUrl
 from beamcrawl.transforms.storage.records import crawl_datum
 
 __all__ = ['SitemapCollector', 'CollectSitemaps', 'seed_line', 'sites_of']

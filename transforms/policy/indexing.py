@@ -14,7 +14,7 @@ pages with the same content is kept (Nutch's IndexerMapReduce and DeduplicationJ
 import dataclasses
 from typing import Iterable, List, Optional, Tuple
 
-from beamcrawl.transforms.policy.urls import host_of
+from beamcrawl.transforms.policy.urlparts import host_of
 
 __all__ = ['IndexRules', 'INDEXABLE', 'DELETED', 'build_document', 'deletion', 'boost',
            'original_key']

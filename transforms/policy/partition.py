@@ -10,7 +10,7 @@
 import zlib
 from typing import Callable, Optional
 
-from beamcrawl.transforms.policy.urls import scheme_host
+from beamcrawl.transforms.policy.urlparts import scheme_host
 
 __all__ = ['QUEUE_MODES', 'queue_key', 'partition', 'scatter_key']
 

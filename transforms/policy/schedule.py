@@ -145,7 +145,7 @@ class AdaptiveFetchSchedule(FetchSchedule):
         lo, hi = self.min_interval, self.max_interval_s
         if self.host_intervals:
             # pure; only needed with host intervals
-            from beamcrawl.transforms.policy.urls import host_of
+            from beamcrawl.transforms.policy.urlparts import host_of
             custom = self.host_intervals.get(host_of(record['url']))
             if custom:
                 lo = f32(custom[0]) if custom[0] is not None else lo

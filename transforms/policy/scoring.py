@@ -10,7 +10,7 @@ A scorer is any object with this interface; `OpicScoring` is the one beamcrawl u
 import dataclasses
 from typing import List, Optional, Sequence
 
-from beamcrawl.transforms.policy.urls import host_of
+from beamcrawl.transforms.policy.urlparts import host_of
 
 __all__ = ['OpicScoring', 'CRAWL_SCORE_KEY']
 

@@ -1,0 +1,75 @@
+"""Faster searches for the URL filter's regexes, from the structure of Python's own regex parser
+(re._parser, re._constants: Python 3.11+). A filter rule is searched in every URL; most rules
+are anchored at the end (`[.](gif|jpg)$`) or start with any character, and searching only the
+tail of the URL, or matching from its start, gives the same answer in a fraction of the time
+(docs/performance.md). Pure Python."""
+
+import re
+from typing import Optional
+
+__all__ = ['searcher']
+
+
+class _TailSearch:
+    """`regex.search` for a rule anchored at the end whose matches are at most `width` long:
+    only the URL's last `width` characters can hold a match, so only they are searched (Nutch's
+    suffix rule costs 0.7 µs per URL searched whole, 0.15 µs this way)."""
+
+    def __init__(self, regex, width):
+        self.regex, self.width = regex, width
+
+    def __call__(self, url):
+        # one more character: `$` also matches before a final newline
+        return self.regex.search(url[-self.width - 1:] if len(url) > self.width else url)
+
+
+class _AnyChar:
+    """`regex.search` for the rule `.` (accept the rest): found in any URL with a character
+    other than a newline, without making a match object."""
+
+    def __init__(self, regex):
+        self.regex = regex
+
+    def __call__(self, url):
+        return bool(url) and (url[0] != '\n' or self.regex.search(url) is not None)
+
+
+def searcher(regex):
+    """A callable equal to regex.search for a filter rule, faster for two usual shapes."""
+    if regex.pattern == '.' and not regex.flags & (re.S | re.M):
+        return _AnyChar(regex)
+    width = _tail_width(regex)
+    return _TailSearch(regex, width) if width is not None else regex.search
+
+
+def _tail_width(regex) -> Optional[int]:
+    """The longest possible match of a pattern that ends with `$` and has no other anchor,
+    lookaround or back-reference (so a match is decided by the URL's tail alone); None
+    otherwise."""
+    if not regex.pattern.endswith('$') or regex.pattern.endswith('\\$') or regex.flags & re.M:
+        return None
+    from re import _constants as c, _parser      # the standard parser of re (Python ≥ 3.11)
+    try:
+        tree = _parser.parse(regex.pattern, regex.flags)
+    except Exception:  # pylint: disable=broad-except  (any doubt: search whole)
+        return None
+    refused = {c.ASSERT, c.ASSERT_NOT, c.GROUPREF, c.GROUPREF_EXISTS, c.AT}
+
+    def clean(items) -> bool:
+        for op, arg in items:
+            if op in refused:
+                return False
+            for sub in (arg if isinstance(arg, (list, tuple)) else (arg,)):
+                if isinstance(sub, _parser.SubPattern) and not clean(sub):
+                    return False
+                if isinstance(sub, (list, tuple)):
+                    for x in sub:
+                        if isinstance(x, _parser.SubPattern) and not clean(x):
+                            return False
+        return True
+
+    items = list(tree)
+    if not items or items[-1] != (c.AT, c.AT_END) or not clean(items[:-1]):
+        return None
+    low, high = tree.getwidth()
+    return high if 0 < high < 1000 else None
