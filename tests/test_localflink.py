@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from beamcrawl.transforms.runners.localflink import (_JAR, FLINK_VERSION, LocalFlink, default_home,
-                                             job_server_digest, remember_home)
+from beamcrawl.transforms.runners.flinkbuild import _JAR, FLINK_VERSION, job_server_digest
+from beamcrawl.transforms.runners.localflink import LocalFlink, default_home, remember_home
 from tests.conftest import ROOT
 
 needs_java = pytest.mark.skipif(shutil.which('java') is None, reason='needs java on PATH')
