@@ -35,6 +35,47 @@ def _default_sites():
     }
 
 
+# What makes a test end to end (the `e2e` tier): the command line, a subprocess, a kill, Flink,
+# or the loopback test web (requests over sockets, deadlines and delays that take their time).
+_E2E_SIGNS = ('run_cli(', 'start_command(', 'main([', 'run_command(', 'subprocess.', 'kill_when(',
+              'cli.main(', 'Popen(', 'TestWeb(')
+_E2E_FIXTURES = {'web', 'testweb', 'local_web', 'forwarder', 'slow_tls', 'case_web'}
+
+
+def _e2e(item) -> bool:
+    """Whether a test (or a helper of its module it calls) goes through the command line, a
+    subprocess or Flink. Tests may say so themselves with an explicit marker."""
+    if item.get_closest_marker('flink') or item.get_closest_marker('slow') or \
+            _E2E_FIXTURES & set(getattr(item, 'fixturenames', ())):
+        return True
+    function = getattr(item, 'function', None)
+    if function is None:
+        return False
+    import inspect
+    try:
+        source = inspect.getsource(function)
+    except (OSError, TypeError):
+        return False
+    sources = [source]
+    module = inspect.getmodule(function)
+    for name, helper in vars(module).items():
+        if inspect.isfunction(helper) and helper.__module__.startswith('tests.') and \
+                not name.startswith('test_') and f'{name}(' in source:
+            try:
+                sources.append(inspect.getsource(helper))
+            except (OSError, TypeError):
+                pass
+    return any(sign in text for text in sources for sign in _E2E_SIGNS)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test is in one tier: `e2e` (see _e2e) or `unit` (pytest -m unit, the inner loop)."""
+    for item in items:
+        if item.get_closest_marker('unit') or item.get_closest_marker('e2e'):
+            continue
+        item.add_marker(pytest.mark.e2e if _e2e(item) else pytest.mark.unit)
+
+
 @pytest.fixture(scope='session')
 def testweb():
     """The multi-host test web (session-wide). Its request log is cleared for each user."""

@@ -6,7 +6,7 @@ put output records on a result list that the caller drains with `take()`. Every 
 produces exactly one crawl_fetch record (fetched, denied, failed, or `notfetching` when never
 attempted), plus `linked` records for redirect targets and, when stored, content records.
 
-Output order is what makes a fetch resumable (fetcher/journal.py): every record carries `_src_`,
+Output order is what makes a fetch resumable (fetcher/journal/): every record carries `_src_`,
 the generated URL it stems from, and the crawl_fetch record of a generated URL comes after all
 the records it led to (its content, the records of a redirect chain followed from it). Memory
 is bounded: fetch threads wait while more than one content limit's worth of results waits to

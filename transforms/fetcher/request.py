@@ -141,7 +141,7 @@ def outcome_records(record: dict, outcome: Outcome, now_ms: int, policy: UrlPoli
     """The (part, record) pairs of a generated URL whose redirect (if any) is recorded, not
     followed: its content and WARC records, the `linked` record of the target, then its own
     crawl_fetch record
-    (last, as the journal wants: fetcher/journal.py). Every record carries `_src_`."""
+    (last, as the journal wants: fetcher/journal/). Every record carries `_src_`."""
     url = record['url']
     out: List[Tuple[str, dict]] = []
     if outcome.content is not None:

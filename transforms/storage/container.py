@@ -1,4 +1,4 @@
-"""Avro object container files, read block by block (the bulk paths of the batch stages).
+"""Avro object container files, read block by block (the engine of the batch stages).
 
 An Avro object container file is a header (magic, metadata with the writer's schema and codec,
 a 16-byte sync marker) followed by blocks (record count, byte size, the records — deflated with

@@ -175,7 +175,7 @@ class DbUpdate:
 
     def __init__(self, directory: str):
         self.dir = directory
-        # Working files of the update (bulk.MapReduce's spills): beside the version, removed
+        # Working files of the update (engine MapReduce's spills): beside the version, removed
         # when the update ends; a cut-off run's are removed by the next (recover()).
         self.scratch = directory + '-scratch'
         self.discarded = False

@@ -143,7 +143,7 @@ class SegmentLayout:
         return join(self.segment(segment), f'{TMP_PREFIX}{part}')
 
     def fetch_journal(self, segment: str) -> str:
-        """Where a fetch of the segment journals its results (fetcher/journal.py)."""
+        """Where a fetch of the segment journals its results (fetcher/journal/)."""
         return join(self.segment(segment), '.fetch')
 
     def fetch_times(self, segment: str) -> str:

@@ -15,7 +15,7 @@ on its own threads while pages stream in, so the cost per page matters. Each rec
 compressed here with zlib: FastWARC's GzipWriter, set up once per record to get one gzip member
 per record, cost more than the record itself.
 
-No Beam here: the fetch journal (fetcher/journal.py) stores the members as results complete and
+No Beam here: the fetch journal (fetcher/journal/) stores the members as results complete and
 publishes them as `segments/<seg>/warc/part-NNNNN.warc.gz`.
 """
 
