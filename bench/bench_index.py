@@ -22,12 +22,12 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from beamcrawl.transforms.storage.partwriter import write_avro_file  # noqa: E402
-from beamcrawl.transforms.storage.layout import CrawlLayout  # noqa: E402
 from beamcrawl.transforms.storage.fs import part_file
+from beamcrawl.transforms.storage.layout import CrawlLayout  # noqa: E402
+from beamcrawl.transforms.storage.partwriter import write_avro_file  # noqa: E402
 from beamcrawl.transforms.storage.records import (CRAWL_DATUM_SCHEMA, INLINKS_SCHEMA,  # noqa: E402
-                                          PARSE_DATA_SCHEMA, PARSE_TEXT_SCHEMA, crawl_datum,
-                                          inlinks, parse_data, parse_text)
+                                                  PARSE_DATA_SCHEMA, PARSE_TEXT_SCHEMA, crawl_datum,
+                                                  inlinks, parse_data, parse_text)
 from beamcrawl.transforms.storage.shards import search  # noqa: E402
 
 WORDS = ('crawler search index page web link anchor text politeness fetch schedule host '

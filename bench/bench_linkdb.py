@@ -17,10 +17,10 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from beamcrawl.transforms.storage.partwriter import write_avro_file  # noqa: E402
 from beamcrawl.transforms.policy.partition import partition  # noqa: E402
-from beamcrawl.transforms.storage.records import (CRAWL_DATUM_SCHEMA, INLINKS_SCHEMA, PARSE_DATA_SCHEMA,
-                                          inlinks, parse_data)
+from beamcrawl.transforms.storage.partwriter import write_avro_file  # noqa: E402
+from beamcrawl.transforms.storage.records import (CRAWL_DATUM_SCHEMA, INLINKS_SCHEMA,
+                                                  PARSE_DATA_SCHEMA, inlinks, parse_data)
 
 
 def url(i):

@@ -21,8 +21,10 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
 
 from pages import pages  # noqa: E402
+
 from beamcrawl.transforms.storage.partwriter import write_avro_file  # noqa: E402
-from beamcrawl.transforms.storage.records import CONTENT_SCHEMA, CRAWL_DATUM_SCHEMA, content, crawl_datum
+from beamcrawl.transforms.storage.records import (CONTENT_SCHEMA, CRAWL_DATUM_SCHEMA, content,
+                                                  crawl_datum)
 
 
 def main():

@@ -24,8 +24,9 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
 from bench_fetch import CLI, ROOT, arguments, build_sites, fetch_figures, prepare  # noqa: E402
-from tests.testweb import TestWeb  # noqa: E402
+
 from beamcrawl.transforms.runners.localflink import LocalFlink  # noqa: E402
+from tests.testweb import TestWeb  # noqa: E402
 
 
 def main():

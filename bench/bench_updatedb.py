@@ -17,9 +17,9 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from beamcrawl.transforms.policy.partition import partition  # noqa: E402
 from beamcrawl.transforms.storage.partwriter import PartWriter  # noqa: E402
 from beamcrawl.transforms.storage.partwriter import write_avro_file  # noqa: E402
-from beamcrawl.transforms.policy.partition import partition  # noqa: E402
 from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, crawl_datum  # noqa: E402
 
 NOW = 1795305600000

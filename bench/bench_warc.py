@@ -1,4 +1,5 @@
-"""WARC writing cost per exchange: beamcrawl's records (FastWARC, transforms/storage/warc.py) against the
+"""WARC writing cost per exchange: beamcrawl's records (FastWARC, transforms/storage/warc.py)
+against the
 same records written with warcio, the other maintained Python WARC library.
 
 python bench/bench_warc.py [--exchanges N] [--page-kb K]

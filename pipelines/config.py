@@ -51,9 +51,10 @@ def run(args, cfg, now, beam_args):
 
 def _save(args, cfg):
     import datetime
+
     from beamcrawl.transforms.base.config import recorded_text
-    from beamcrawl.transforms.storage.layout import CrawlLayout
     from beamcrawl.transforms.storage.fs import write_file
+    from beamcrawl.transforms.storage.layout import CrawlLayout
     if not args.crawl_dir:
         raise UserError('--save: name the crawl directory whose settings to record')
     layout = CrawlLayout(args.crawl_dir)

@@ -46,8 +46,8 @@ def _step(name, argv):
 
 
 def run(args, cfg, now, beam_args):
-    from beamcrawl.transforms.storage.parts import count_records
     from beamcrawl.transforms.storage.layout import CrawlLayout
+    from beamcrawl.transforms.storage.parts import count_records
     from beamcrawl.transforms.storage.segments import CRAWL_FETCH, CRAWL_PARSE
     if args.rounds < 1:
         raise UserError(f'--rounds {args.rounds}: expected at least 1')

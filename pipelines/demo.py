@@ -14,7 +14,6 @@ from beamcrawl.pipelines.cli import run_command
 from beamcrawl.transforms.testing.demosite import DEMO_SEEDS, demo_sites
 from beamcrawl.transforms.testing.web import TestWeb
 
-
 DEMO_QUERY = 'products'
 
 

@@ -32,13 +32,14 @@ def add_arguments(parser):
 def run(args, cfg, now, beam_args):
     import apache_beam as beam
     from apache_beam.io.filesystems import FileSystems
+
     from beamcrawl.pipelines.dedup import mark_duplicates
     from beamcrawl.transforms import settings
-    from beamcrawl.transforms.storage import fs
     from beamcrawl.transforms.index import IndexEntries, WriteIndexShards
+    from beamcrawl.transforms.runners.runtime import make_pipeline, run_pipeline
+    from beamcrawl.transforms.storage import fs
     from beamcrawl.transforms.storage.layout import CrawlLayout
     from beamcrawl.transforms.storage.segments import CRAWL_PARSE
-    from beamcrawl.transforms.runners.runtime import make_pipeline, run_pipeline
     from beamcrawl.transforms.storage.shards import update_shard
     crawl = CrawlLayout(args.crawl_dir)
     if crawl.crawldb.readable_dir() is None:

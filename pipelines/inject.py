@@ -56,7 +56,8 @@ def inject_files(crawl, paths, cfg, now, beam_args, *, overwrite=False, update=F
     rules = settings.inject_rules(cfg, overwrite=overwrite, update=update)
     with crawl.crawldb.update(keep_backup=cfg['db.preserve.backup'], command=command) as new:
         stage = Inject(crawldb=crawl.crawldb, out=new, seed_paths=paths, policy=policy,
-                       rules=rules, now=now, partitions=cfg['crawldb.partitions'], normalize=normalize,
+                       rules=rules, now=now, partitions=cfg['crawldb.partitions'],
+                       normalize=normalize,
                        filter_urls=filter_urls, filter_normalize_all=clean_old)
         p = make_pipeline(beam_args, cfg, stage.weight)
         _ = p | 'Inject' >> stage

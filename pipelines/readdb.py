@@ -32,11 +32,12 @@ def add_arguments(parser):
 def run(args, cfg, now, beam_args):
     import apache_beam as beam
     from apache_beam.io.filesystems import FileSystems
-    from beamcrawl.transforms.storage.parts import ReadCrawlDb
-    from beamcrawl.transforms.storage.layout import CrawlLayout
+
     from beamcrawl.transforms.readdb import CSV_HEADER, DumpLines, FilterRecords, TopScores
-    from beamcrawl.transforms.storage.records import STATUS_CODES
     from beamcrawl.transforms.runners.runtime import make_pipeline, run_pipeline
+    from beamcrawl.transforms.storage.layout import CrawlLayout
+    from beamcrawl.transforms.storage.parts import ReadCrawlDb
+    from beamcrawl.transforms.storage.records import STATUS_CODES
     crawl = CrawlLayout(args.crawl_dir)
     if crawl.crawldb.readable_dir() is None:
         raise UserError(f'{crawl.crawldb.current}: no crawldb (run inject first)')
@@ -76,9 +77,10 @@ def run(args, cfg, now, beam_args):
 def _stats(crawl, cfg, p, records, as_json):
     import apache_beam as beam
     from apache_beam.io.filesystems import FileSystems
-    from beamcrawl.transforms.storage import fs
+
     from beamcrawl.transforms.readdb import CrawlDbStats, format_stats
     from beamcrawl.transforms.runners.runtime import run_pipeline
+    from beamcrawl.transforms.storage import fs
     scratch = crawl.scratch_dir('readdb-stats')
     _ = (records
          | 'Stats' >> CrawlDbStats(cfg['db.stats.score.quantiles'])
@@ -99,8 +101,8 @@ def _stats(crawl, cfg, p, records, as_json):
 
 def _print_url(crawl, cfg, url):
     from beamcrawl.transforms import settings
-    from beamcrawl.transforms.storage.parts import iter_records
     from beamcrawl.transforms.readdb import find_url, format_datum
+    from beamcrawl.transforms.storage.parts import iter_records
     from beamcrawl.transforms.storage.records import complete_datum
     record = find_url(iter_records(crawl.crawldb.part_files()), url, settings.url_policy(cfg))
     if record is None:

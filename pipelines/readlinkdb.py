@@ -28,11 +28,12 @@ def text_lines(record) -> str:
 def run(args, cfg, now, beam_args):
     import apache_beam as beam
     from apache_beam.io.filesystems import FileSystems
+
     from beamcrawl.transforms import settings
-    from beamcrawl.transforms.storage.parts import ReadParts, iter_records
-    from beamcrawl.transforms.storage.layout import CrawlLayout
     from beamcrawl.transforms.readdb import find_url
     from beamcrawl.transforms.runners.runtime import make_pipeline, run_pipeline
+    from beamcrawl.transforms.storage.layout import CrawlLayout
+    from beamcrawl.transforms.storage.parts import ReadParts, iter_records
     crawl = CrawlLayout(args.crawl_dir)
     if crawl.linkdb.readable_dir() is None:
         raise UserError(f'{crawl.linkdb.current}: no linkdb (run invertlinks first)')

@@ -48,8 +48,8 @@ def _files(crawl, segment, part):
 
 
 def _list(crawl):
-    from beamcrawl.transforms.storage.parts import iter_records
     from beamcrawl.transforms.runners.runtime import format_time
+    from beamcrawl.transforms.storage.parts import iter_records
     print('NAME\t\tGENERATED\tFETCHER START\t\tFETCHER END\t\tFETCHED\tPARSED')
     for name in crawl.segment_names():
         generated = _count(crawl, name, 'crawl_generate')

@@ -22,7 +22,7 @@ def add_arguments(parser):
 
 def run(args, cfg, now, beam_args):
     from beamcrawl.transforms.storage.layout import CrawlLayout
-    from beamcrawl.transforms.storage.shards import search   # Tantivy only for this command
+    from beamcrawl.transforms.storage.shards import search  # Tantivy only for this command
     crawl = CrawlLayout(args.crawl_dir)
     shards = crawl.index_shards()
     if not shards:

@@ -25,17 +25,19 @@ def add_arguments(parser):
 
 def run(args, cfg, now, beam_args):
     import dataclasses
+
     import apache_beam as beam
+
     from beamcrawl.pipelines.inject import inject_files, print_summary
     from beamcrawl.transforms import settings
     from beamcrawl.transforms.base import metrics
-    from beamcrawl.transforms.runners import interrupts
-    from beamcrawl.transforms.storage import fs
-    from beamcrawl.transforms.storage.parts import iter_records
     from beamcrawl.transforms.base.errors import Interrupted, UserError
-    from beamcrawl.transforms.storage.layout import CrawlLayout
+    from beamcrawl.transforms.runners import interrupts
     from beamcrawl.transforms.runners.runtime import make_pipeline, run_pipeline
     from beamcrawl.transforms.sitemap import CollectSitemaps, sites_of
+    from beamcrawl.transforms.storage import fs
+    from beamcrawl.transforms.storage.layout import CrawlLayout
+    from beamcrawl.transforms.storage.parts import iter_records
     if bool(args.urls) == args.from_robots:
         raise UserError('name sitemap URLs or give --from-robots (one of the two)')
     if not cfg['http.agent.name'].strip():

@@ -21,11 +21,12 @@ def add_arguments(parser):
 
 
 def run(args, cfg, now, beam_args):
-    from beamcrawl.transforms.storage.parts import iter_records
     from beamcrawl.transforms.base.errors import InputError, UserError
     from beamcrawl.transforms.storage.layout import CrawlLayout
+    from beamcrawl.transforms.storage.parts import iter_records
     from beamcrawl.transforms.storage.segments import CONTENT
-    from beamcrawl.transforms.storage.warc import reconstructed_records, warcinfo_fields, write_warc_file
+    from beamcrawl.transforms.storage.warc import (reconstructed_records, warcinfo_fields,
+                                                   write_warc_file)
     *requested, out = args.paths
     out = os.path.abspath(out)
     if os.path.exists(out):

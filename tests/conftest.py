@@ -13,7 +13,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from tests.testweb import TestWeb, html_page, redirect, Page  # noqa: E402
+from tests.testweb import Page, TestWeb, html_page, redirect  # noqa: E402
 
 
 def _default_sites():
@@ -163,15 +163,15 @@ def write_seeds(path, lines: List[str]) -> str:
 
 def read_db(crawl_dir) -> dict:
     """url → record of the crawldb's readable version, read with plain fastavro."""
-    from beamcrawl.transforms.storage.parts import iter_records
     from beamcrawl.transforms.storage.layout import CrawlLayout
+    from beamcrawl.transforms.storage.parts import iter_records
     return {r['url']: r for r in iter_records(CrawlLayout(str(crawl_dir)).crawldb.part_files())}
 
 
 def write_db(crawl_dir, records) -> None:
     """Writes a crawldb version directly (as a previous beamcrawl run would have left it)."""
-    from beamcrawl.transforms.storage.partwriter import write_avro_file
     from beamcrawl.transforms.storage.layout import CrawlLayout
+    from beamcrawl.transforms.storage.partwriter import write_avro_file
     from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA
     db = CrawlLayout(str(crawl_dir)).crawldb
     write_avro_file(f'{db.current}/part-00000.avro', CRAWL_DATUM_SCHEMA, list(records))

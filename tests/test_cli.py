@@ -28,6 +28,7 @@ def test_help_lists_commands():
 def test_python_m_pipeline_module_takes_the_same_arguments(tmp_path):
     import subprocess
     import sys
+
     from tests.conftest import ROOT, write_seeds
     seeds = write_seeds(tmp_path / 's', ['http://a.test/'])
     proc = subprocess.run([sys.executable, '-m', 'beamcrawl.pipelines.inject',

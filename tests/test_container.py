@@ -1,4 +1,5 @@
-"""Reading the Avro framing: blocks in any split, raw bytes only for the same schema, damaged files."""
+"""Reading the Avro framing: blocks in any split, raw bytes only for the same schema, damaged
+files."""
 
 import io
 

@@ -5,10 +5,10 @@ import os
 import pytest
 
 from beamcrawl.pipelines.cli import main
+from beamcrawl.transforms.storage.layout import CrawlLayout
+from beamcrawl.transforms.storage.parts import iter_records
 from tests.conftest import read_db, run_cli, write_seeds
 from tests.testweb import Page, html_page
-from beamcrawl.transforms.storage.parts import iter_records
-from beamcrawl.transforms.storage.layout import CrawlLayout
 
 NOW = 1795305600000
 GRAPH = {   # page → links, on two hosts

@@ -9,7 +9,7 @@ import fastavro
 import pytest
 
 from beamcrawl.transforms.storage.datumcodec import (datum_score_offset, encode_datum, score_at,
-                                             with_score)
+                                                     with_score)
 from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, STATUSES, crawl_datum
 
 SCHEMA = fastavro.parse_schema(CRAWL_DATUM_SCHEMA)

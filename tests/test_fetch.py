@@ -6,15 +6,15 @@ import os
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from beamcrawl.transforms import settings
 from beamcrawl.pipelines.cli import main
-from tests.conftest import read_parts, run_cli, write_seeds
+from beamcrawl.transforms import settings
 from beamcrawl.transforms.base.config import load_config
 from beamcrawl.transforms.fetch import FetchSegment
 from beamcrawl.transforms.fetcher.journal import publishing, queuetimes, reading
-from beamcrawl.transforms.storage.segments import CONTENT, CRAWL_FETCH
 from beamcrawl.transforms.storage.partwriter import write_avro_file
 from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, crawl_datum
+from beamcrawl.transforms.storage.segments import CONTENT, CRAWL_FETCH
+from tests.conftest import read_parts, run_cli, write_seeds
 
 NOW = '2026-11-22T00:00:00Z'
 

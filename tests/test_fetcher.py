@@ -7,14 +7,14 @@ from collections import Counter
 
 import pytest
 
-from tests.testweb import Page, html_page, redirect
 from beamcrawl.transforms import settings
 from beamcrawl.transforms.base.config import load_config
-from beamcrawl.transforms.fetcher.dns import Resolver
 from beamcrawl.transforms.fetcher import Fetcher
-from beamcrawl.transforms.storage.segments import CONTENT, CRAWL_FETCH
+from beamcrawl.transforms.fetcher.dns import Resolver
 from beamcrawl.transforms.policy.partition import queue_key
 from beamcrawl.transforms.storage.records import crawl_datum
+from beamcrawl.transforms.storage.segments import CONTENT, CRAWL_FETCH
+from tests.testweb import Page, html_page, redirect
 
 NOW = 1795305600000
 ROBOTS_404 = {}

@@ -14,9 +14,9 @@ import urllib.request
 
 import pytest
 
-from beamcrawl.transforms.storage.crawl_diff import crawl_differences
 from beamcrawl.transforms.fetcher.journal import reading
 from beamcrawl.transforms.runners.localflink import LocalFlink, pid_alive
+from beamcrawl.transforms.storage.crawl_diff import crawl_differences
 from tests.conftest import ROOT, read_db, read_parts, run_cli, write_seeds
 from tests.test_localflink import free_ports
 from tests.testweb import Page, html_page, redirect

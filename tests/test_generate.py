@@ -8,13 +8,13 @@ import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from beamcrawl.transforms import settings
 from beamcrawl.pipelines.cli import main
-from tests.conftest import read_db, read_parts, run_cli, write_db
+from beamcrawl.transforms import settings
 from beamcrawl.transforms.generate import SelectForFetch
 from beamcrawl.transforms.policy.urlparts import host_of
-from beamcrawl.transforms.storage.records import crawl_datum
 from beamcrawl.transforms.runners.runtime import counters_of
+from beamcrawl.transforms.storage.records import crawl_datum
+from tests.conftest import read_db, read_parts, run_cli, write_db
 
 DAY = 86400000
 NOW = 1795305600000      # 2026-11-22T00:00:00Z
@@ -164,6 +164,7 @@ def _generate_killed_at(crawl, point, tmp_path):
     kills it with SIGKILL there (observed: the hold file appears)."""
     import subprocess
     import sys
+
     from tests.conftest import ROOT, cli_env, kill_when
     hold = str(tmp_path / f'held-at-{point}')
     proc = subprocess.Popen(

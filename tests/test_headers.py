@@ -7,9 +7,9 @@ import json
 
 import pytest
 
+from beamcrawl.transforms.policy.headers import Headers, canonical, header
 from beamcrawl.transforms.storage.layout import CrawlLayout
 from beamcrawl.transforms.storage.segments import CONTENT, CRAWL_FETCH, PARSE_DATA, PARSE_TEXT
-from beamcrawl.transforms.policy.headers import Headers, canonical, header
 from tests.conftest import read_db, read_parts, run_cli, write_seeds
 from tests.testweb import Page, Request, TestWeb, html_page, redirect
 

@@ -12,12 +12,12 @@ import pytest
 
 from beamcrawl.transforms import settings
 from beamcrawl.transforms.base.config import load_config
-from beamcrawl.transforms.storage.parts import iter_records
-from beamcrawl.transforms.storage.partwriter import write_avro_file
 from beamcrawl.transforms.fetcher import Fetcher
 from beamcrawl.transforms.storage.layout import CrawlLayout
-from beamcrawl.transforms.storage.segments import CONTENT, CRAWL_FETCH
+from beamcrawl.transforms.storage.parts import iter_records
+from beamcrawl.transforms.storage.partwriter import write_avro_file
 from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, crawl_datum
+from beamcrawl.transforms.storage.segments import CONTENT, CRAWL_FETCH
 from tests import hostileweb
 from tests.conftest import logged_counters, read_db, run_cli, write_seeds
 from tests.forwardproxy import ForwardingProxy

@@ -11,9 +11,9 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from beamcrawl.transforms.dedup import MarkDuplicates
 from beamcrawl.transforms.index import BuildDocuments, JoinByUrl
+from beamcrawl.transforms.policy.indexing import (IndexRules, anchors_of, boost, build_document,
+                                                  deletion, original_key)
 from beamcrawl.transforms.storage.layout import CrawlLayout
-from beamcrawl.transforms.policy.indexing import (IndexRules, anchors_of, boost,
-                                                  build_document, deletion, original_key)
 from beamcrawl.transforms.storage.records import crawl_datum, inlinks, parse_data, parse_text
 from tests.conftest import read_db, run_cli, write_seeds
 from tests.testweb import Page, html_page

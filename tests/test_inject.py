@@ -7,18 +7,18 @@ import os
 import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 
-from beamcrawl.transforms import settings
 from beamcrawl.pipelines.cli import main
-from tests.conftest import kill_when, read_db, run_cli, start_command, write_seeds
-from tests.workloads import PARALLEL, assert_partitioned
+from beamcrawl.transforms import settings
+from beamcrawl.transforms.engine import units
 from beamcrawl.transforms.inject import Inject
 from beamcrawl.transforms.policy.inject import InjectRules
+from beamcrawl.transforms.runners.runtime import counters_of
 from beamcrawl.transforms.storage.databases import DbLayout, DbUpdate
 from beamcrawl.transforms.storage.parts import iter_records
 from beamcrawl.transforms.storage.partwriter import write_avro_file
 from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, crawl_datum
-from beamcrawl.transforms.engine import units
-from beamcrawl.transforms.runners.runtime import counters_of
+from tests.conftest import kill_when, read_db, run_cli, start_command, write_seeds
+from tests.workloads import PARALLEL, assert_partitioned
 
 NOW = '2026-11-22T00:00:00Z'
 NOW_MS = 1795305600000

@@ -9,17 +9,17 @@ import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 
 from beamcrawl.pipelines.cli import main
-from tests.conftest import kill_when, run_cli, start_command
-from tests.workloads import IN_PROCESS, PARALLEL, linkdb_workload, read_linkdb
+from beamcrawl.transforms.invertlinks import InvertLinks
+from beamcrawl.transforms.policy.linkdb import LinkRules, cap_inlinks, invert, truncate_anchor
+from beamcrawl.transforms.policy.partition import partition
+from beamcrawl.transforms.storage.databases import DbLayout, DbUpdate
+from beamcrawl.transforms.storage.layout import CrawlLayout
 from beamcrawl.transforms.storage.parts import iter_records
 from beamcrawl.transforms.storage.partwriter import write_avro_file
-from beamcrawl.transforms.storage.layout import CrawlLayout
-from beamcrawl.transforms.invertlinks import InvertLinks
-from beamcrawl.transforms.storage.databases import DbLayout, DbUpdate
-from beamcrawl.transforms.policy.partition import partition
-from beamcrawl.transforms.policy.linkdb import LinkRules, cap_inlinks, invert, truncate_anchor
-from beamcrawl.transforms.storage.records import (CRAWL_DATUM_SCHEMA, INLINKS_SCHEMA, PARSE_DATA_SCHEMA,
-                                          inlinks, parse_data)
+from beamcrawl.transforms.storage.records import (CRAWL_DATUM_SCHEMA, INLINKS_SCHEMA,
+                                                  PARSE_DATA_SCHEMA, inlinks, parse_data)
+from tests.conftest import kill_when, run_cli, start_command
+from tests.workloads import IN_PROCESS, PARALLEL, linkdb_workload, read_linkdb
 
 RULES = LinkRules(ignore_internal=True, ignore_external=False, max_anchor_length=100,
                   max_inlinks=10000)

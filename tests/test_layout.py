@@ -6,8 +6,8 @@ import subprocess
 
 import pytest
 
-from beamcrawl.transforms.storage import fs
 from beamcrawl.transforms.base.errors import LockedError
+from beamcrawl.transforms.storage import fs
 from beamcrawl.transforms.storage.layout import CrawlLayout
 
 

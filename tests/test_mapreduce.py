@@ -1,4 +1,4 @@
-"""MapReduce on real files: every record partitioned and sorted; the stages give one result whatever the layout and the workers."""
+"""MapReduce on real files: every record partitioned, and each part sorted."""
 
 import os
 import zlib

@@ -1,4 +1,5 @@
-"""Counter names: every one is declared in transforms/base/metrics.py, and code spells none itself."""
+"""Counter names: every one is declared in transforms/base/metrics.py, and code spells none
+itself."""
 
 import ast
 import os

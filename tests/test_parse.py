@@ -7,14 +7,14 @@ import apache_beam as beam
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from beamcrawl.transforms import settings
 from beamcrawl.pipelines.cli import main
-from tests.conftest import read_parts, run_cli, write_seeds
+from beamcrawl.transforms import settings
 from beamcrawl.transforms.base.config import load_config
-from beamcrawl.transforms.storage.segments import CRAWL_PARSE, PARSE_DATA, PARSE_TEXT
 from beamcrawl.transforms.parse import ParseContent
-from beamcrawl.transforms.storage.records import content
 from beamcrawl.transforms.runners.runtime import counters_of
+from beamcrawl.transforms.storage.records import content
+from beamcrawl.transforms.storage.segments import CRAWL_PARSE, PARSE_DATA, PARSE_TEXT
+from tests.conftest import read_parts, run_cli, write_seeds
 
 NOW = '2026-11-22T00:00:00Z'
 PAGE = (b'<html><head><title>T</title><meta http-equiv="refresh" content="2;url=/moved">'

@@ -27,7 +27,8 @@ def test_choose_partitions_keeps_a_database_in_its_partitioning(tmp_path):
     assert partitions.choose_partitions(0, 1_000_000, 2, db) == 6       # ideal 4: 6 is close enough
     assert partitions.choose_partitions(0, 5_000_000, 2, db) == 20      # ideal 20: re-partitioned
     assert partitions.choose_partitions(3, 1_000_000, 2, db) == 3       # set explicitly
-    assert partitions.aligned_parts(db, 6) == {i: f'{db.current}/part-{i:05d}.avro' for i in range(6)}
+    assert partitions.aligned_parts(db, 6) == {i: f'{db.current}/part-{i:05d}.avro'
+                                                for i in range(6)}
     assert partitions.aligned_parts(db, 4) is None
     os.remove(f'{db.current}/part-00005.avro')
     assert partitions.aligned_parts(db, 6) is None                      # a part is missing

@@ -2,9 +2,9 @@
 
 import pytest
 
+from beamcrawl.transforms.policy.domains import DomainHelper, choose_repr
 from beamcrawl.transforms.policy.protocol import fetch_status, protocol_status
 from beamcrawl.transforms.policy.robots import agent_names, rules_from_response
-from beamcrawl.transforms.policy.domains import DomainHelper, choose_repr
 
 
 @pytest.mark.parametrize('code,protocol,status', [

@@ -11,9 +11,9 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from beamcrawl.pipelines.cli import main
-from tests.conftest import run_cli, write_seeds
 from beamcrawl.transforms.readdb import CrawlDbStats, TopScores, format_stats
 from beamcrawl.transforms.storage.records import crawl_datum
+from tests.conftest import run_cli, write_seeds
 
 RECORDS = [
     crawl_datum('http://a.test/', 'db_fetched', fetch_time=1000, fetch_interval=86400,

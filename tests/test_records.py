@@ -9,9 +9,9 @@ import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
+from beamcrawl.transforms.base.errors import InputError
 from beamcrawl.transforms.storage import records as R
 from beamcrawl.transforms.storage.parts import ReadParts, WriteParts, check_avro_files
-from beamcrawl.transforms.base.errors import InputError
 
 SAMPLES = {
     'crawldb': [

@@ -13,9 +13,9 @@ from collections import Counter
 
 import pytest
 
-from beamcrawl.transforms.storage.parts import iter_records
 from beamcrawl.transforms.fetcher.journal.reading import read_journals
 from beamcrawl.transforms.storage.layout import CrawlLayout
+from beamcrawl.transforms.storage.parts import iter_records
 from beamcrawl.transforms.storage.segments import CRAWL_FETCH, CRAWL_GENERATE
 from tests.conftest import ROOT, kill_when, read_db, run_cli, start_command, write_seeds
 from tests.testweb import Page, html_page
@@ -267,9 +267,9 @@ def test_per_host_delays_hold_across_rounds(web, tmp_path):
 
 
 def test_an_interrupted_updatedb_keeps_the_crawldb(tmp_path):
-    from tests.conftest import write_db
     from beamcrawl.transforms.storage.partwriter import write_avro_file
     from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, crawl_datum
+    from tests.conftest import write_db
     crawl = str(tmp_path / 'crawl')
     write_db(crawl, [crawl_datum(f'http://h{i % 300}.test/p{i}', 'db_unfetched', fetch_time=0,
                                  fetch_interval=60) for i in range(60000)])

@@ -5,9 +5,10 @@ import gzip
 
 import pytest
 
-from beamcrawl.transforms.policy.sitemaps import (
-    CHANGEFREQ_SECONDS, SitemapBounds, SitemapEntry, SitemapLimits, fetch_interval, in_scope,
-    parse_lastmod, parse_sitemap, site_scope, sitemap_host, sitemap_scope)
+from beamcrawl.transforms.policy.sitemaps import (CHANGEFREQ_SECONDS, SitemapBounds, SitemapEntry,
+                                                  SitemapLimits, fetch_interval, in_scope,
+                                                  parse_lastmod, parse_sitemap, site_scope,
+                                                  sitemap_host, sitemap_scope)
 
 LIMITS = SitemapLimits(max_bytes=100_000, max_urls=100, strict=True)
 NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'

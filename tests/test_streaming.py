@@ -16,9 +16,9 @@ from apache_beam.testing.util import assert_that
 from beamcrawl.transforms import settings
 from beamcrawl.transforms.base.config import load_config
 from beamcrawl.transforms.fetcher.request import Outcome
-from beamcrawl.transforms.storage.segments import CONTENT, CRAWL_FETCH
-from beamcrawl.transforms.storage.records import crawl_datum
 from beamcrawl.transforms.fetcher.streaming.polite import UNRESOLVED, PoliteFetch
+from beamcrawl.transforms.storage.records import crawl_datum
+from beamcrawl.transforms.storage.segments import CONTENT, CRAWL_FETCH
 from tests.conftest import run_cli
 
 POLL = 0.05

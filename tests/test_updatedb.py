@@ -7,17 +7,17 @@ import os
 import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 
-from beamcrawl.transforms import settings
 from beamcrawl.pipelines.cli import main
-from tests.conftest import kill_when, read_db, run_cli, start_command, write_db, write_seeds
-from tests.testweb import Page
-from tests.workloads import (IN_PROCESS, PARALLEL, assert_partitioned, crawldb_parts,
-                             run_updatedb, update_workload)
+from beamcrawl.transforms import settings
 from beamcrawl.transforms.storage.databases import DbLayout, DbUpdate
 from beamcrawl.transforms.storage.parts import iter_records
 from beamcrawl.transforms.storage.partwriter import write_avro_file
 from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, crawl_datum
 from beamcrawl.transforms.updatedb import MapRules, UpdateCrawlDb
+from tests.conftest import kill_when, read_db, run_cli, start_command, write_db, write_seeds
+from tests.testweb import Page
+from tests.workloads import (IN_PROCESS, PARALLEL, assert_partitioned, crawldb_parts, run_updatedb,
+                             update_workload)
 
 DAY = 86400000
 NOW = 1795305600000

@@ -7,8 +7,7 @@ import pytest
 from beamcrawl.transforms.policy.schedule import (AdaptiveFetchSchedule, DefaultFetchSchedule,
                                                   MimeAdaptiveFetchSchedule)
 from beamcrawl.transforms.policy.scoring import OpicScoring
-from beamcrawl.transforms.policy.updatedb import (UpdateRules, merge_links_only, merge_url,
-                                                  top_links)
+from beamcrawl.transforms.policy.updatedb import UpdateRules, merge_links_only, merge_url, top_links
 from beamcrawl.transforms.storage.records import crawl_datum
 
 URL = 'http://www.a.test/page'

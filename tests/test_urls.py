@@ -2,7 +2,6 @@
 
 import pickle
 
-
 from beamcrawl.transforms import settings
 
 

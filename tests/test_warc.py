@@ -15,10 +15,10 @@ from fastwarc.warc import ArchiveIterator as FastIterator
 from warcio.archiveiterator import ArchiveIterator as WarcioIterator
 
 from beamcrawl.transforms.storage import warc
-from beamcrawl.transforms.storage.parts import iter_records
 from beamcrawl.transforms.storage.layout import CrawlLayout
-from beamcrawl.transforms.storage.segments import CONTENT, CRAWL_FETCH, WARC
+from beamcrawl.transforms.storage.parts import iter_records
 from beamcrawl.transforms.storage.records import content as content_record
+from beamcrawl.transforms.storage.segments import CONTENT, CRAWL_FETCH, WARC
 from tests.conftest import kill_when, run_cli, start_command, write_seeds
 from tests.testweb import Page, Raw, html_page, redirect
 

@@ -7,8 +7,7 @@ import random
 
 from beamcrawl.transforms.policy.partition import partition
 from beamcrawl.transforms.storage.parts import iter_records
-from beamcrawl.transforms.storage.partwriter import write_avro_file
-from beamcrawl.transforms.storage.partwriter import PartWriter
+from beamcrawl.transforms.storage.partwriter import PartWriter, write_avro_file
 from beamcrawl.transforms.storage.records import (CRAWL_DATUM_SCHEMA, INLINKS_SCHEMA,
                                                   PARSE_DATA_SCHEMA, crawl_datum, inlinks,
                                                   parse_data)

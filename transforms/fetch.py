@@ -1,5 +1,5 @@
-"""fetch (Nutch's Fetcher): a segment's fetch list → its fetch journal → its crawl_fetch, content
-(and WARC) parts.
+"""fetch (Nutch's Fetcher): a segment's fetch list → its fetch journal → its crawl_fetch,
+content (and WARC) parts.
 
 `FetchSegment` is the batch fetch, the default on any runner: records are keyed by fetch slot
 (a stable hash of their queue id over as many slots as the segment has fetch-list parts) and

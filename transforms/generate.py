@@ -19,19 +19,18 @@ from apache_beam.transforms.combiners import ToList
 from apache_beam.transforms.window import GlobalWindows
 
 from beamcrawl.transforms.base import metrics
-from beamcrawl.transforms.storage import fs, segments
-from beamcrawl.transforms.storage import container
 from beamcrawl.transforms.engine.units import RECORDS_PER_UNIT, Unit, avro_units
-from beamcrawl.transforms.storage.databases import DbLayout, DbUpdate
-from beamcrawl.transforms.storage.parts import ReadCrawlDb, Record, WriteParts
-from beamcrawl.transforms.storage.partwriter import write_avro_file
 from beamcrawl.transforms.fetcher.queues import KeyByQueue
 from beamcrawl.transforms.policy.generate import GenerateSettings, assign_segments, sort_key
 from beamcrawl.transforms.policy.partition import QUEUE_MODES, partition, scatter_key
-from beamcrawl.transforms.policy.urls import UrlPolicy
 from beamcrawl.transforms.policy.urlparts import scheme_host
+from beamcrawl.transforms.policy.urls import UrlPolicy
+from beamcrawl.transforms.storage import container, fs, segments
+from beamcrawl.transforms.storage.databases import DbLayout, DbUpdate
+from beamcrawl.transforms.storage.parts import ReadCrawlDb, Record, WriteParts
+from beamcrawl.transforms.storage.partwriter import write_avro_file
 from beamcrawl.transforms.storage.records import (CRAWL_DATUM_SCHEMA, METADATA_GENERATE_TIME,
-                                          complete_datum)
+                                                  complete_datum)
 
 __all__ = ['SelectForFetch', 'WriteFetchLists', 'MarkGenerated', 'complete_fetch_lists']
 

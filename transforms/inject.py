@@ -16,19 +16,19 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.io.localfilesystem import LocalFileSystem
 
 from beamcrawl.transforms.base import metrics
-from beamcrawl.transforms.storage import container
+from beamcrawl.transforms.base.errors import InputError
 from beamcrawl.transforms.engine import partitions
 from beamcrawl.transforms.engine.items import OLD, OLD_RAW, SEED
 from beamcrawl.transforms.engine.mapreduce import MapReduce
 from beamcrawl.transforms.engine.reducers import JoinReducer, Mapper
 from beamcrawl.transforms.engine.units import (BYTES_PER_TEXT_UNIT, RECORDS_PER_UNIT, Unit,
                                                avro_units, read_unit_lines, text_units)
-from beamcrawl.transforms.runners.runtime import workers_of
-from beamcrawl.transforms.storage.databases import DbLayout, DbUpdate
-from beamcrawl.transforms.base.errors import InputError
 from beamcrawl.transforms.policy.inject import (InjectRules, SeedError, injected_datum,
                                                 merge_injected, parse_seed_line, pick_last)
 from beamcrawl.transforms.policy.urls import UrlPolicy
+from beamcrawl.transforms.runners.runtime import workers_of
+from beamcrawl.transforms.storage import container
+from beamcrawl.transforms.storage.databases import DbLayout, DbUpdate
 from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, complete_datum
 
 __all__ = ['seed_files', 'Inject', 'SeedReader', 'merge_seeds', 'InjectMapper', 'InjectReducer',

@@ -16,12 +16,12 @@ from beamcrawl.transforms.engine import partitions as partitions_mod
 from beamcrawl.transforms.engine.mapreduce import MapReduce
 from beamcrawl.transforms.engine.reducers import JoinReducer, Mapper
 from beamcrawl.transforms.engine.units import RECORDS_PER_UNIT, avro_units
-from beamcrawl.transforms.storage import container
-from beamcrawl.transforms.storage.databases import DbLayout, DbUpdate
 from beamcrawl.transforms.policy.linkdb import LinkRules, Pair, cap_inlinks, invert
 from beamcrawl.transforms.policy.urls import UrlPolicy
-from beamcrawl.transforms.storage.records import (INLINKS_SCHEMA, PARSE_DATA_SCHEMA, inlink_pairs,
-                                                  inlinks as inlinks_record)
+from beamcrawl.transforms.storage import container
+from beamcrawl.transforms.storage.databases import DbLayout, DbUpdate
+from beamcrawl.transforms.storage.records import INLINKS_SCHEMA, PARSE_DATA_SCHEMA, inlink_pairs
+from beamcrawl.transforms.storage.records import inlinks as inlinks_record
 
 __all__ = ['InvertLinks', 'InvertMapper', 'InlinksReducer', 'PARSE_INPUT', 'OLD_INPUT']
 
@@ -104,7 +104,8 @@ class InlinksReducer(JoinReducer):
     def write_grouped(self, groups, out, counts):
         for url in sorted(groups):
             values = groups[url]
-            if len(values) == 1 and type(values[0]) is bytes:  # pylint: disable=unidiomatic-typecheck
+            # pylint: disable-next=unidiomatic-typecheck
+            if len(values) == 1 and type(values[0]) is bytes:
                 out.write_raw(values[0], url)
                 continue
             pairs = set()

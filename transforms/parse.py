@@ -14,15 +14,15 @@ from typing import List, Optional, Tuple
 import apache_beam as beam
 
 from beamcrawl.transforms.base import metrics
-from beamcrawl.transforms.storage.parts import ReadParts, Record, WriteParts
-from beamcrawl.transforms.storage.segments import CRAWL_PARSE, PARSE_DATA, PARSE_PARTS, PARSE_TEXT
+from beamcrawl.transforms.policy.domains import choose_repr
 from beamcrawl.transforms.policy.html import Parse, parse_document
 from beamcrawl.transforms.policy.outlinks import OutlinkRules, filter_outlinks
 from beamcrawl.transforms.policy.scoring import CRAWL_SCORE_KEY, OpicScoring
 from beamcrawl.transforms.policy.signature import signature
 from beamcrawl.transforms.policy.urls import UrlPolicy
-from beamcrawl.transforms.policy.domains import choose_repr
+from beamcrawl.transforms.storage.parts import ReadParts, Record, WriteParts
 from beamcrawl.transforms.storage.records import SCHEMAS, crawl_datum, parse_data, parse_text
+from beamcrawl.transforms.storage.segments import CRAWL_PARSE, PARSE_DATA, PARSE_PARTS, PARSE_TEXT
 
 __all__ = ['ParseSettings', 'ParseContent', 'ParseSegment']
 

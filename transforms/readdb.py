@@ -10,10 +10,10 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence
 import apache_beam as beam
 from apache_beam.transforms.stats import ApproximateQuantiles
 
-from beamcrawl.transforms.storage.parts import Record
 from beamcrawl.transforms.policy.urlparts import MalformedUrl
-from beamcrawl.transforms.storage.records import STATUS_CODES
 from beamcrawl.transforms.runners.runtime import format_time
+from beamcrawl.transforms.storage.parts import Record
+from beamcrawl.transforms.storage.records import STATUS_CODES
 
 __all__ = ['CrawlDbStats', 'FilterRecords', 'DumpLines', 'TopScores', 'format_stats',
            'format_datum', 'json_record', 'CSV_HEADER']

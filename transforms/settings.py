@@ -13,10 +13,12 @@ from typing import TYPE_CHECKING, Callable, Iterator, Optional, Tuple
 
 from beamcrawl.transforms.base.errors import ConfigError
 from beamcrawl.transforms.policy.addresses import AddressPolicy
+from beamcrawl.transforms.policy.domains import DomainHelper
 from beamcrawl.transforms.policy.generate import GenerateSettings
 from beamcrawl.transforms.policy.indexing import IndexRules
 from beamcrawl.transforms.policy.inject import InjectRules
 from beamcrawl.transforms.policy.linkdb import LinkRules
+from beamcrawl.transforms.policy.normalize import BasicNormalizer
 from beamcrawl.transforms.policy.outlinks import OutlinkRules
 from beamcrawl.transforms.policy.robots import agent_names
 from beamcrawl.transforms.policy.schedule import (AdaptiveFetchSchedule, DefaultFetchSchedule,
@@ -26,10 +28,8 @@ from beamcrawl.transforms.policy.schedule import (AdaptiveFetchSchedule, Default
 from beamcrawl.transforms.policy.scoring import OpicScoring
 from beamcrawl.transforms.policy.signature import signature_kind
 from beamcrawl.transforms.policy.updatedb import UpdateRules
-from beamcrawl.transforms.policy.urls import UrlPolicy
-from beamcrawl.transforms.policy.domains import DomainHelper
-from beamcrawl.transforms.policy.normalize import BasicNormalizer
 from beamcrawl.transforms.policy.urlrules import RegexFilter, RegexNormalizer, RuleError
+from beamcrawl.transforms.policy.urls import UrlPolicy
 
 if TYPE_CHECKING:      # imported where they are built: the fetcher, the parser and the sitemap
     # parser (requests, lxml) cost about 0.1 s to import, which other commands do not pay

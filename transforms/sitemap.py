@@ -37,14 +37,14 @@ from apache_beam.io.filesystems import FileSystems
 from beamcrawl.transforms.base import metrics
 from beamcrawl.transforms.fetcher import Fetcher, FetcherSettings, HttpSettings
 from beamcrawl.transforms.fetcher.journal.paths import SOURCE_KEY
-from beamcrawl.transforms.runners.interrupts import INTERRUPTED
-from beamcrawl.transforms.storage.segments import CONTENT, CRAWL_FETCH
-from beamcrawl.transforms.policy.sitemaps import (DEFAULT_PRIORITY, SitemapEntry,
-                                                  SitemapSettings, fetch_interval, parse_sitemap,
-                                                  site_scope, sitemap_host)
-from beamcrawl.transforms.policy.urls import UrlPolicy
+from beamcrawl.transforms.policy.sitemaps import (DEFAULT_PRIORITY, SitemapEntry, SitemapSettings,
+                                                  fetch_interval, parse_sitemap, site_scope,
+                                                  sitemap_host)
 from beamcrawl.transforms.policy.urlparts import MalformedUrl
+from beamcrawl.transforms.policy.urls import UrlPolicy
+from beamcrawl.transforms.runners.interrupts import INTERRUPTED
 from beamcrawl.transforms.storage.records import crawl_datum
+from beamcrawl.transforms.storage.segments import CONTENT, CRAWL_FETCH
 
 __all__ = ['SitemapCollector', 'CollectSitemaps', 'seed_line', 'sites_of']
 

@@ -14,17 +14,17 @@ from typing import Dict, Optional, Sequence
 import apache_beam as beam
 
 from beamcrawl.transforms.base import metrics
-from beamcrawl.transforms.storage import container
 from beamcrawl.transforms.engine import partitions
 from beamcrawl.transforms.engine.items import FETCH, LINK, OLD, OLD_RAW, SIGNATURE
 from beamcrawl.transforms.engine.mapreduce import MapReduce
 from beamcrawl.transforms.engine.reducers import JoinReducer, Mapper
 from beamcrawl.transforms.engine.units import RECORDS_PER_UNIT, Unit, avro_units
-from beamcrawl.transforms.runners.runtime import workers_of
-from beamcrawl.transforms.storage.databases import DbLayout, DbUpdate
-from beamcrawl.transforms.storage.datumcodec import datum_score_offset, score_at, with_score
 from beamcrawl.transforms.policy.updatedb import UpdateRules, merge_links_only, merge_url
 from beamcrawl.transforms.policy.urls import UrlPolicy
+from beamcrawl.transforms.runners.runtime import workers_of
+from beamcrawl.transforms.storage import container
+from beamcrawl.transforms.storage.databases import DbLayout, DbUpdate
+from beamcrawl.transforms.storage.datumcodec import datum_score_offset, score_at, with_score
 from beamcrawl.transforms.storage.records import (CRAWL_DATUM_SCHEMA, DB_STATUSES, FETCH_STATUSES,
                                                   complete_datum)
 
@@ -137,7 +137,8 @@ class UpdateMapper(Mapper):
 class UpdateReducer(JoinReducer):
     """reducers.Reducer of updatedb: merges every URL of a partition and writes the part sorted by
     URL; a URL with nothing but its unchanged old record is copied as its bytes. With
-    `old_parts`, a crawldb partitioned the same way is merged part by part (reducers.JoinReducer)."""
+    `old_parts`, a crawldb partitioned the same way is merged part by part
+    (reducers.JoinReducer)."""
 
     schema = CRAWL_DATUM_SCHEMA
 

@@ -26,15 +26,15 @@ from beamcrawl.transforms.base import metrics
 from beamcrawl.transforms.fetcher.dns import Resolver
 from beamcrawl.transforms.fetcher.http import HttpClient, HttpSettings
 from beamcrawl.transforms.fetcher.journal.paths import SOURCE_KEY
-from beamcrawl.transforms.runners.interrupts import INTERRUPTED
 from beamcrawl.transforms.fetcher.monitor import Monitor, Progress, log_progress
 from beamcrawl.transforms.fetcher.redirects import target_record
 from beamcrawl.transforms.fetcher.request import Outcome, Requester, fetch_record, warc_record
 from beamcrawl.transforms.fetcher.settings import FetcherSettings
-from beamcrawl.transforms.storage.segments import CONTENT, CRAWL_FETCH, WARC
 from beamcrawl.transforms.policy.partition import url_queue
 from beamcrawl.transforms.policy.politeness import FetchQueues
 from beamcrawl.transforms.policy.urls import UrlPolicy
+from beamcrawl.transforms.runners.interrupts import INTERRUPTED
+from beamcrawl.transforms.storage.segments import CONTENT, CRAWL_FETCH, WARC
 
 __all__ = ['Fetcher']
 

@@ -3,7 +3,8 @@ conditional GET, a content limit, and gzip/deflate decoded here with a hard cap 
 (urllib3's decoder is bypassed so that a gzip bomb cannot exhaust memory). Every request runs
 under the guards of guard.py: a deadline for the whole request, and (without a proxy) the
 address policy checked on the address actually connected to. With `keep_exchange`, a response
-also carries the exchange as it went over the wire (for WARC records: transforms/storage/warc.py)."""
+also carries the exchange as it went over the wire (for WARC records:
+transforms/storage/warc.py)."""
 
 import dataclasses
 import email.utils

@@ -9,8 +9,8 @@ chooseRepr picks for the pair.
 import urllib.parse
 from typing import Optional, Tuple
 
-from beamcrawl.transforms.policy.urls import UrlPolicy
 from beamcrawl.transforms.policy.domains import choose_repr
+from beamcrawl.transforms.policy.urls import UrlPolicy
 from beamcrawl.transforms.storage.records import crawl_datum
 
 __all__ = ['redirect_target', 'target_record']

@@ -20,12 +20,12 @@ from beamcrawl.transforms.fetcher.journal.paths import SOURCE_KEY
 from beamcrawl.transforms.fetcher.redirects import redirect_target, target_record
 from beamcrawl.transforms.fetcher.robots_cache import RobotsCache
 from beamcrawl.transforms.fetcher.settings import FetcherSettings
-from beamcrawl.transforms.storage.segments import CONTENT, CRAWL_FETCH, WARC
 from beamcrawl.transforms.policy.protocol import (CONTENT_KEPT, NOT_ATTEMPTED, fetch_status,
                                                   protocol_status)
 from beamcrawl.transforms.policy.scoring import CRAWL_SCORE_KEY
 from beamcrawl.transforms.policy.urls import UrlPolicy
 from beamcrawl.transforms.storage.records import content as content_record
+from beamcrawl.transforms.storage.segments import CONTENT, CRAWL_FETCH, WARC
 from beamcrawl.transforms.storage.warc import exchange_records
 
 __all__ = ['Outcome', 'Requester', 'fetch_record', 'outcome_records', 'warc_record']

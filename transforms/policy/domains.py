@@ -26,7 +26,7 @@ class DomainHelper:
 
     def _extractor(self):
         if self._extract is None:
-            import tldextract    # here: it imports requests (0.05 s) that most commands never use
+            import tldextract  # here: it imports requests (0.05 s) that most commands never use
             self._extract = tldextract.TLDExtract(
                 suffix_list_urls=(), cache_dir=None, include_psl_private_domains=False,
                 extra_suffixes=list(self.extra_suffixes))

@@ -10,8 +10,8 @@ keeps whatever arrived first).
 import dataclasses
 from typing import Iterable, Iterator, List, Optional, Tuple
 
-from beamcrawl.transforms.policy.urls import UrlPolicy
 from beamcrawl.transforms.policy.urlparts import scheme_host
+from beamcrawl.transforms.policy.urls import UrlPolicy
 
 __all__ = ['LinkRules', 'invert', 'cap_inlinks', 'truncate_anchor']
 

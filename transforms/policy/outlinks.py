@@ -8,8 +8,8 @@ use up the quota twice (and does not get two linked records).
 import dataclasses
 from typing import List, Optional, Sequence, Tuple
 
-from beamcrawl.transforms.policy.urls import UrlPolicy
 from beamcrawl.transforms.policy.urlparts import MalformedUrl, host_of
+from beamcrawl.transforms.policy.urls import UrlPolicy
 
 __all__ = ['OutlinkRules', 'filter_outlinks']
 

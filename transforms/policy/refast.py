@@ -48,7 +48,8 @@ def _tail_width(regex) -> Optional[int]:
     otherwise."""
     if not regex.pattern.endswith('$') or regex.pattern.endswith('\\$') or regex.flags & re.M:
         return None
-    from re import _constants as c, _parser      # the standard parser of re (Python ≥ 3.11)
+    from re import _constants as c  # the standard parser of re (Python ≥ 3.11)
+    from re import _parser
     try:
         tree = _parser.parse(regex.pattern, regex.flags)
     except Exception:  # pylint: disable=broad-except  (any doubt: search whole)

@@ -6,11 +6,11 @@ before the first bundle, on every large stage). beamcrawl starts its workers dif
 
 * `ForkServer`: just before a pipeline runs, the command forks a small server process. It is a
   copy of the command with everything imported (and no thread, no gRPC channel yet). The runner
-  starts `python -m beamcrawl.transforms.runners.localworker --attach SOCKET` for each worker: a tiny
-  client that hands its environment (the runner's control address) to the server, which forks
-  a worker from itself at once, and then waits for that worker to end, with its exit code. When
-  the client is killed (the runner stopping), the worker stops too; when the command ends, the
-  server does.
+  starts `python -m beamcrawl.transforms.runners.localworker --attach SOCKET` for each worker:
+  a tiny client that hands its environment (the runner's control address) to the server, which
+  forks a worker from itself at once, and then waits for that worker to end, with its exit code.
+  When the client is killed (the runner stopping), the worker stops too; when the command ends,
+  the server does.
 * When the command has threads running (forking would copy their locks in whatever state they
   are), the runner starts `python -m beamcrawl.transforms.runners.localworker` instead: a new
   interpreter, as Beam's mode does.

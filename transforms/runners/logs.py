@@ -11,7 +11,7 @@ NOISE = (
     'compatible bson package',      # at import: Beam's MongoDB connector, skipped (cli.py)
     'beam:metrics:bounded_trie',    # Flink's 2.62 job server does not know this 2.77 metric type
     'Multiplexer hanging up',       # a LOOPBACK worker's data channel closing after its job ended
-    # The local runner with beamcrawl's worker processes (transforms/runners/runtime.py): Beam warns that
+    # The local runner with beamcrawl's worker processes (runners/runtime.py): Beam warns that
     # its own multi-process mode is not selected, and each worker that it has no session file.
     'If direct_num_workers is not equal to 1',
     'No semi_persistent_directory found',

@@ -71,7 +71,7 @@ def _job_server_jar(given) -> str:
         if not os.path.isfile(given):
             raise UserError(f'--flink_job_server_jar {given}: no such file')
         return os.path.abspath(given)
-    from beamcrawl.transforms.runners.localflink import LocalFlink     # the jar `flink start` builds
+    from beamcrawl.transforms.runners.localflink import LocalFlink  # the jar `flink start` builds
     built = LocalFlink().jar
     if os.path.isfile(built):
         return built
@@ -235,7 +235,8 @@ def check_job_endpoint(options: po.PipelineOptions) -> None:
 
 
 def _probe(_):
-    importlib.import_module('beamcrawl.transforms.storage.records')    # the workers must have beamcrawl
+    # the workers must have beamcrawl
+    importlib.import_module('beamcrawl.transforms.storage.records')
     return 'ok'
 
 

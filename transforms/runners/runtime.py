@@ -21,9 +21,9 @@ import apache_beam as beam
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options import pipeline_options as po
 
-from beamcrawl.transforms.runners import portable
 from beamcrawl.transforms.base.errors import UserError
 from beamcrawl.transforms.base.metrics import NAMESPACE
+from beamcrawl.transforms.runners import portable
 
 __all__ = ['parse_now', 'format_time', 'split_beam_args', 'local_workers', 'make_pipeline',
            'run_pipeline', 'counters_of']
@@ -191,6 +191,7 @@ def make_pipeline(beam_args: Sequence[str], cfg, records: int = 0) -> beam.Pipel
         if workers <= 1:
             return beam.Pipeline(runner=FnApiRunner(), options=options)
         from apache_beam.transforms.environments import SubprocessSDKEnvironment
+
         from beamcrawl.transforms.runners import localworker
         options.view_as(po.DirectOptions).direct_num_workers = workers
         options.view_as(po.WorkerOptions).default_sdk_harness_log_level = 'WARNING'

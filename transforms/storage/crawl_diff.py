@@ -6,8 +6,8 @@ between any two runs and is left out; everything else must be equal.
 
 from typing import Dict, List
 
-from beamcrawl.transforms.storage.parts import iter_records
 from beamcrawl.transforms.storage.layout import CrawlLayout
+from beamcrawl.transforms.storage.parts import iter_records
 
 __all__ = ['WALL_CLOCK_KEYS', 'crawl_differences']
 

@@ -18,9 +18,8 @@ from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from beamcrawl.transforms.storage.container import (NATIVE_CODECS, Header, check_regular,
-                                                     header_of, open_part, read_long,
-                                                     unreadable)
+from beamcrawl.transforms.storage.container import (NATIVE_CODECS, Header, check_regular, header_of,
+                                                    open_part, read_long, unreadable)
 
 __all__ = ['keys_path', 'Keys', 'KeysBuilder', 'KeyedPart', 'open_keyed', 'keyed_blocks',
            'read_keyed']

@@ -24,7 +24,7 @@ block. Records of a URL that is not done are dropped: the URL is fetched again.
 A resumed fetch reads every journal first: done URLs are not requested again, and the last
 request to each politeness queue sets when its next request may start. At the end, the journal
 files become the segment's crawl_fetch and content parts, and the WARC journal records become
-the segment's WARC files (transforms/storage/warc.py): the WARC records themselves (gzip members) are
-made when the page arrives, the journal keeps them with the URL they belong to until the fetch
-is published.
+the segment's WARC files (transforms/storage/warc.py): the WARC records themselves (gzip
+members) are made when the page arrives, the journal keeps them with the URL they belong to
+until the fetch is published.
 """

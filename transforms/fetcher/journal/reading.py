@@ -5,8 +5,7 @@ from typing import Dict, List, Optional
 
 from apache_beam.io.filesystems import FileSystems
 
-from beamcrawl.transforms.fetcher.journal.paths import (SOURCE_KEY, journal_files,
-                                                        tolerant_records)
+from beamcrawl.transforms.fetcher.journal.paths import SOURCE_KEY, journal_files, tolerant_records
 from beamcrawl.transforms.fetcher.journal.queuetimes import queue_times_of
 from beamcrawl.transforms.storage import fs
 from beamcrawl.transforms.storage.segments import CRAWL_FETCH
