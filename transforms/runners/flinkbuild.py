@@ -27,7 +27,7 @@ from beamcrawl.transforms.base.config import bundled_conf_dir
 from beamcrawl.transforms.base.errors import UserError
 
 __all__ = ['FlinkBuild', 'FLINK_VERSION', 'BEAM_RUNNER_VERSION', 'TASK_SLOTS',
-           'job_server_digest']
+           'job_server_digest', 'read_text']
 
 log = logging.getLogger('beamcrawl')
 
@@ -52,7 +52,7 @@ class FlinkBuild:
         """Builds the job server and assembles Flink, each once (the job server again when its
         Maven project changed)."""
         _need_java()
-        if not os.path.isfile(self.jar) or _read(self.digest) != job_server_digest():
+        if not os.path.isfile(self.jar) or read_text(self.digest) != job_server_digest():
             self._build_job_server()
         if not os.path.isfile(os.path.join(self.flink_home, 'bin', 'start-cluster.sh')):
             self._assemble_flink()
@@ -179,7 +179,8 @@ def _set_task_slots(config_yaml: str, slots: int) -> None:
         f.write('\n'.join(lines))
 
 
-def _read(path: str) -> Optional[str]:
+def read_text(path: str) -> Optional[str]:
+    """A small text file's content, stripped; None when it cannot be read."""
     try:
         with open(path, encoding='ascii') as f:
             return f.read().strip()

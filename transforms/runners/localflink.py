@@ -39,7 +39,7 @@ from typing import Dict, List, Optional, Tuple
 
 from beamcrawl.transforms.base.config import source_tree
 from beamcrawl.transforms.base.errors import UserError
-from beamcrawl.transforms.runners.flinkbuild import TASK_SLOTS, FlinkBuild
+from beamcrawl.transforms.runners.flinkbuild import TASK_SLOTS, FlinkBuild, read_text
 from beamcrawl.transforms.storage.locks import process_alive as pid_alive
 
 __all__ = ['LocalFlink', 'PORTS', 'DEFAULT_PORTS', 'DEFAULT_BIND', 'default_home',
@@ -77,7 +77,7 @@ def default_home() -> str:
     of a running cluster."""
     if os.environ.get('BEAMCRAWL_FLINK_HOME'):
         return os.path.abspath(os.environ['BEAMCRAWL_FLINK_HOME'])
-    recorded = _read(_state_file())
+    recorded = read_text(_state_file())
     if recorded and os.path.isdir(recorded):
         return recorded
     return _source_home()
@@ -415,11 +415,3 @@ def _is_loopback(host: str) -> bool:
     except OSError:
         return False
     return all(ipaddress.ip_address(a.split('%')[0]).is_loopback for a in addresses)
-
-
-def _read(path: str) -> Optional[str]:
-    try:
-        with open(path, encoding='ascii') as f:
-            return f.read().strip()
-    except OSError:
-        return None

@@ -117,12 +117,16 @@ class AvroWriter:
     def _blocked(self, count: int) -> None:
         """A block of `count` records was written (subclasses keep track)."""
 
-    def _close(self) -> None:
+    def _end_block(self, finish) -> None:
+        """Writes the buffered records as a block, then `finish`es the file (flush or close)."""
         self._block()
         try:
-            self._file.close()
+            finish()
         except OSError as e:
             raise named(e, self.target) from e
+
+    def _close(self) -> None:
+        self._end_block(self._file.close)
 
 
 class PartWriter(AvroWriter):
@@ -220,11 +224,7 @@ class AppendWriter(AvroWriter):
         self.path = path
 
     def flush(self) -> None:
-        self._block()
-        try:
-            self._file.flush()
-        except OSError as e:
-            raise named(e, self.path) from e
+        self._end_block(self._file.flush)
 
     def close(self) -> None:
         self._close()
