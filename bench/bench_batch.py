@@ -2,7 +2,8 @@
 with wall time, CPU time and the peak RSS of the command's process tree.
 
     python bench/bench_batch.py [--runs 3] [--stages inject,generate,updatedb,invertlinks]
-                                [--urls 1000000] [--markdown] [-- extra command arguments]
+                                [--urls 1000000] [--markdown] [--against REV]
+                                [-- extra command arguments]
 
 The workloads (built once, copied afresh before every run):
   inject       1M seed URLs over 10k hosts into an empty crawldb
@@ -15,7 +16,10 @@ The workloads (built once, copied afresh before every run):
                (a crawldb converted from elsewhere: its first update maps all of it)
   invertlinks  100k parse_data records with 5 outlinks each, no linkdb yet (no normalize or
                filter, as a crawl script runs it)
---markdown also prints the rows for bench/README.md's history table.
+--markdown also prints the rows for bench/README.md's history table. --against REV measures
+the code of git revision REV too, in the same run: each stage's runs alternate between REV and
+the working tree (this machine's speed drifts over minutes: only figures measured side by side
+compare), and a line per stage gives the ratio of the best walls and CPU times.
 """
 
 import argparse
@@ -79,6 +83,19 @@ def command(stage, work, extra):
     }[stage], *extra)
 
 
+def _tree_of(rev: str, work: str) -> str:
+    """A PYTHONPATH under which `beamcrawl` is revision `rev` of this repository: a worktree of
+    it, with its folders under the one import name (as setup.py maps them)."""
+    tree = os.path.join(work, 'against')
+    subprocess.run(['git', 'worktree', 'add', '--detach', tree, rev], cwd=ROOT, check=True,
+                   capture_output=True)
+    package = os.path.join(work, 'against-path', 'beamcrawl')
+    os.makedirs(package)
+    for folder in ('pipelines', 'transforms', 'conf'):
+        os.symlink(os.path.join(tree, folder), os.path.join(package, folder))
+    return os.path.dirname(package)
+
+
 def main():
     argv = sys.argv[1:]
     extra = argv[argv.index('--') + 1:] if '--' in argv else []
@@ -88,6 +105,7 @@ def main():
     parser.add_argument('--stages', default=','.join(STAGES))
     parser.add_argument('--urls', type=int, default=1000000)
     parser.add_argument('--markdown', action='store_true')
+    parser.add_argument('--against', metavar='REV', help='also measure git revision REV')
     args = parser.parse_args(argv)
     stages = [s for s in args.stages.split(',') if s]
     unknown = set(stages) - set(STAGES)
@@ -99,6 +117,9 @@ def main():
     print(f'{os.cpu_count()} cores, commit {commit}, best of {args.runs}'
           + (f', extra arguments {" ".join(extra)}' if extra else ''))
     rows = []
+    trees = {'': None}              # label suffix → PYTHONPATH of the code measured (None: ours)
+    if args.against:
+        trees = {f' @{args.against}': _tree_of(args.against, work), ' (this tree)': None}
     try:
         for stage in stages:
             pristine = os.path.join(work, stage, 'pristine')
@@ -106,21 +127,32 @@ def main():
             start = time.time()
             records = globals()[f'build_{stage.replace("-", "_")}'](pristine, args.urls)
             print(f'  (built the {stage} workload in {time.time() - start:.0f} s)')
-            best = None
+            best = {}
             for _ in range(args.runs):
-                run = os.path.join(work, stage, 'run')
-                shutil.rmtree(run, ignore_errors=True)
-                shutil.copytree(pristine, run)
-                result = measure(stage, command(stage, run, extra), records)
-                if best is None or result.wall < best.wall:
-                    best = result
-                shutil.rmtree(run)
-            print(best.line(), flush=True)
-            summary = [l for l in best.stdout.splitlines() if l.strip()]
-            if summary:
-                print('    ' + summary[-1][:200])
-            rows.append(best)
+                for suffix, path in trees.items():       # interleaved: the same machine state
+                    run = os.path.join(work, stage, 'run')
+                    shutil.rmtree(run, ignore_errors=True)
+                    shutil.copytree(pristine, run)
+                    env = dict(os.environ, PYTHONPATH=path) if path else None
+                    result = measure(stage + suffix, command(stage, run, extra), records,
+                                     env=env)
+                    if suffix not in best or result.wall < best[suffix].wall:
+                        best[suffix] = result
+                    shutil.rmtree(run)
+            for result in best.values():
+                print(result.line(), flush=True)
+                summary = [l for l in result.stdout.splitlines() if l.strip()]
+                if summary:
+                    print('    ' + summary[-1][:200])
+                rows.append(result)
+            if len(best) == 2:
+                old, new = best.values()
+                print(f'  {stage}: this tree / {args.against}: wall {new.wall / old.wall:.2f}, '
+                      f'CPU {new.cpu / old.cpu:.2f}')
     finally:
+        if args.against:
+            subprocess.run(['git', 'worktree', 'remove', '--force',
+                            os.path.join(work, 'against')], cwd=ROOT, capture_output=True)
         shutil.rmtree(work, ignore_errors=True)
     if args.markdown:
         today = datetime.date.today().isoformat()
