@@ -38,13 +38,14 @@ def add_arguments(parser):
 
 
 def run(args, cfg, now, beam_args):
-    from beamcrawl.transforms.runners.localflink import LocalFlink, default_home
+    from beamcrawl.transforms.runners.localflink import LocalFlink
+    from beamcrawl.transforms.runners.services import default_home
     configured = {'rest': cfg['runner.flink.port.rest'], 'rpc': cfg['runner.flink.port.rpc'],
                   'job': cfg['runner.flink.port.job'],
                   'artifact': cfg['runner.flink.port.artifact'],
                   'pool': cfg['runner.flink.port.pool']}
     ports = {name: getattr(args, f'{name}_port') or port for name, port in configured.items()}
-    flink = LocalFlink(args.home or default_home(), ports=ports,
+    flink = LocalFlink(args.home or default_home('flink'), ports=ports,
                        bind=args.bind or cfg['runner.flink.bind'])
     if args.action == 'start':
         flink.start()

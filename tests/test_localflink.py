@@ -10,7 +10,8 @@ import sys
 import pytest
 
 from beamcrawl.transforms.runners.flinkbuild import _JAR, FLINK_VERSION, job_server_digest
-from beamcrawl.transforms.runners.localflink import LocalFlink, default_home, remember_home
+from beamcrawl.transforms.runners.localflink import LocalFlink
+from beamcrawl.transforms.runners.services import default_home, remember_home
 from tests.conftest import ROOT
 
 needs_java = pytest.mark.skipif(shutil.which('java') is None, reason='needs java on PATH')
@@ -91,14 +92,14 @@ def test_the_default_home_is_beside_the_source_tree_not_the_working_directory(st
                                                                               monkeypatch,
                                                                               tmp_path):
     monkeypatch.chdir(tmp_path)
-    assert default_home() == os.path.join(ROOT, '.flink')
+    assert default_home('flink') == os.path.join(ROOT, '.flink')
     monkeypatch.setenv('BEAMCRAWL_FLINK_HOME', 'relative/home')
-    assert default_home() == str(tmp_path / 'relative' / 'home')
+    assert default_home('flink') == str(tmp_path / 'relative' / 'home')
 
 
 def test_status_from_another_directory_finds_the_home_start_used(state, tmp_path):
     home = prepared_home(tmp_path / 'home')
-    remember_home(home)                       # what `start` does before it starts anything
+    remember_home('flink', home)                       # what `start` does before it starts anything
     os.makedirs(os.path.join(home, 'run'))
     with open(os.path.join(home, 'run', 'workerpool.pid'), 'w', encoding='ascii') as f:
         f.write(f'{os.getpid()}\n')           # a live process stands in for the worker pool

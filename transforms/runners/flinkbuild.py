@@ -21,13 +21,13 @@ import subprocess
 import sys
 import tarfile
 import zipfile
-from typing import Optional
 
 from beamcrawl.transforms.base.config import bundled_conf_dir
 from beamcrawl.transforms.base.errors import UserError
+from beamcrawl.transforms.runners.services import read_text
 
 __all__ = ['FlinkBuild', 'FLINK_VERSION', 'BEAM_RUNNER_VERSION', 'TASK_SLOTS',
-           'job_server_digest', 'read_text']
+           'job_server_digest']
 
 log = logging.getLogger('beamcrawl')
 
@@ -177,12 +177,3 @@ def _set_task_slots(config_yaml: str, slots: int) -> None:
         raise UserError(f'{config_yaml}: no taskmanager.numberOfTaskSlots line to set')
     with open(config_yaml, 'w', encoding='utf-8') as f:
         f.write('\n'.join(lines))
-
-
-def read_text(path: str) -> Optional[str]:
-    """A small text file's content, stripped; None when it cannot be read."""
-    try:
-        with open(path, encoding='ascii') as f:
-            return f.read().strip()
-    except OSError:
-        return None

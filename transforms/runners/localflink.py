@@ -21,15 +21,11 @@ the processes whose pids `start` recorded. Both are idempotent.
 
 """
 
-import errno
 import glob
-import ipaddress
 import json
 import logging
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -37,13 +33,14 @@ import urllib.error
 import urllib.request
 from typing import Dict, List, Optional, Tuple
 
-from beamcrawl.transforms.base.config import source_tree
 from beamcrawl.transforms.base.errors import UserError
-from beamcrawl.transforms.runners.flinkbuild import TASK_SLOTS, FlinkBuild, read_text
+from beamcrawl.transforms.runners.flinkbuild import TASK_SLOTS, FlinkBuild
+from beamcrawl.transforms.runners.services import (connect_host, default_home, host_port,
+                                                   is_loopback, port_open, port_taken,
+                                                   remember_home, terminate)
 from beamcrawl.transforms.storage.locks import process_alive as pid_alive
 
-__all__ = ['LocalFlink', 'PORTS', 'DEFAULT_PORTS', 'DEFAULT_BIND', 'default_home',
-           'remember_home', 'pid_alive']
+__all__ = ['LocalFlink', 'PORTS', 'DEFAULT_PORTS', 'DEFAULT_BIND', 'pid_alive']
 
 log = logging.getLogger('beamcrawl')
 
@@ -68,88 +65,6 @@ _PROCESS_PORTS = {'jobmanager': ('rest', 'rpc'), 'taskmanager': (),
 BLOB_CLEANUP_S = 5
 _READY_TIMEOUT_S = 180.0
 DEFAULT_BIND = 'localhost'
-_EVERY_INTERFACE = ('0.0.0.0', '::', '*')
-
-
-def default_home() -> str:
-    """BEAMCRAWL_FLINK_HOME; else the home the last `start` used; else .flink beside the source
-    tree. Never relative to the working directory: `status` run from elsewhere said "stopped"
-    of a running cluster."""
-    if os.environ.get('BEAMCRAWL_FLINK_HOME'):
-        return os.path.abspath(os.environ['BEAMCRAWL_FLINK_HOME'])
-    recorded = read_text(_state_file())
-    if recorded and os.path.isdir(recorded):
-        return recorded
-    return _source_home()
-
-
-def remember_home(home: str) -> None:
-    """Records `home` as the one the next `default_home()` finds (best effort: a read-only
-    home directory only loses the convenience)."""
-    path = _state_file()
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path + '.partial', 'w', encoding='utf-8') as f:
-            f.write(os.path.abspath(home) + '\n')
-        os.replace(path + '.partial', path)
-    except OSError as e:
-        log.debug('flink: cannot record the home in %s: %s', path, e)
-
-
-def _state_file() -> str:
-    """The per-user file that names the home of the last `start`."""
-    state = os.environ.get('XDG_STATE_HOME') or os.path.join(os.path.expanduser('~'), '.local',
-                                                              'state')
-    return os.path.join(state, 'beamcrawl', 'flink-home')
-
-
-def _source_home() -> str:
-    """.flink beside the source tree of a checkout (where run_local.sh has always kept it); the
-    user's cache folder for an installed copy (site-packages is no place for 400 MB)."""
-    tree = source_tree()
-    if tree is not None:
-        return os.path.join(tree, '.flink')
-    cache = os.environ.get('XDG_CACHE_HOME') or os.path.join(os.path.expanduser('~'), '.cache')
-    return os.path.join(cache, 'beamcrawl', 'flink')
-
-
-def _host_port(host: str, port: int) -> str:
-    return f'[{host}]:{port}' if ':' in host else f'{host}:{port}'
-
-
-def _port_open(host: str, port: int) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=1.0):
-            return True
-    except OSError:
-        return False
-
-
-def _port_taken(bind: str, port: int) -> bool:
-    """Whether a program answers on the port, or it cannot be bound on `bind` (a listener on
-    another address of this host holds it)."""
-    if _port_open(_connect_host(bind), port):
-        return True
-    try:
-        addresses = socket.getaddrinfo(None if bind in _EVERY_INTERFACE else bind, port,
-                                       type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    except OSError:
-        raise UserError(f'--bind {bind}: not an address of this machine') from None
-    for family, kind, proto, _, address in addresses:
-        with socket.socket(family, kind, proto) as s:
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)   # TIME_WAIT does not count
-            try:
-                s.bind(address)
-            except OSError as e:
-                if e.errno == errno.EADDRINUSE:
-                    return True
-                raise UserError(f'--bind {bind}: cannot listen there ({e.strerror})') from None
-    return False
-
-
-def _connect_host(bind: str) -> str:
-    """Where clients on this machine reach a process listening on `bind`."""
-    return 'localhost' if bind in _EVERY_INTERFACE else bind
 
 
 
@@ -162,7 +77,7 @@ class LocalFlink:
         """`ports` (by PORTS name; the others default) and `bind` (the address every process
         listens on) are what a `start` of a stopped cluster uses. While a cluster runs, its
         recorded ones are used instead."""
-        self.home = os.path.abspath(home or default_home())
+        self.home = os.path.abspath(home or default_home('flink'))
         self.python = python
         self.build = FlinkBuild(self.home, python)
         self.jar, self.flink_home = self.build.jar, self.build.flink_home
@@ -186,7 +101,7 @@ class LocalFlink:
 
     def _address(self, port_name: str) -> str:
         """host:port where clients on this machine reach one of the cluster's ports."""
-        return _host_port(_connect_host(self.bind), self.ports[port_name])
+        return host_port(connect_host(self.bind), self.ports[port_name])
 
     # -- the Beam options -------------------------------------------------------------------
     def options(self) -> List[str]:
@@ -202,10 +117,10 @@ class LocalFlink:
 
     def listening(self) -> str:
         """What listens where, in one line."""
-        ports = ', '.join(f'{what} {_host_port(self.bind, self.ports[name])}'
+        ports = ', '.join(f'{what} {host_port(self.bind, self.ports[name])}'
                           for name, (_, what) in PORTS.items())
         return (f'{ports}; Flink\'s other ports at random on {self.bind}' +
-                ('' if _is_loopback(self.bind) else
+                ('' if is_loopback(self.bind) else
                  ' (not loopback only: whoever reaches the job server or the worker pool can '
                  'run code on this machine)'))
 
@@ -240,7 +155,7 @@ class LocalFlink:
         out = {}
         for name, pids in self.pids().items():
             alive = [p for p in pids if pid_alive(p)]
-            ports = ', '.join(f'{PORTS[p][1]} on {_host_port(self.bind, self.ports[p])}'
+            ports = ', '.join(f'{PORTS[p][1]} on {host_port(self.bind, self.ports[p])}'
                               for p in _PROCESS_PORTS[name])
             out[name] = (f'running (pid {", ".join(map(str, alive))})' +
                          (f': {ports}' if ports else '')) if alive else 'stopped'
@@ -267,7 +182,7 @@ class LocalFlink:
                 _check_free(port_name, self.ports[port_name], self.bind)
         with open(self.record, 'w', encoding='utf-8') as f:
             json.dump({'ports': self.ports, 'bind': self.bind}, f)
-        remember_home(self.home)
+        remember_home('flink', self.home)
         env = self._env()
         if 'jobmanager' in missing or 'taskmanager' in missing:
             log.info('flink: starting a JobManager and a TaskManager (%d slots)', TASK_SLOTS)
@@ -314,7 +229,7 @@ class LocalFlink:
         """Flink settings of this cluster, given to both of Flink's start scripts: every
         Flink port is bound on self.bind (the JobManager's blob server and the TaskManager's
         RPC and data ports included), and advertised where this machine reaches it."""
-        here = _connect_host(self.bind)
+        here = connect_host(self.bind)
         return ['-D', f'io.tmp.dirs={self.tmp_dir}',
                 '-D', f'rest.port={self.ports["rest"]}',
                 '-D', f'rest.bind-address={self.bind}', '-D', f'rest.address={here}',
@@ -342,10 +257,10 @@ class LocalFlink:
 
     def _wait_ready(self) -> None:
         deadline = time.time() + _READY_TIMEOUT_S
-        here = _connect_host(self.bind)
+        here = connect_host(self.bind)
         checks = {'Flink REST API': self._flink_ready,
-                  'job server': lambda: _port_open(here, self.ports['job']),
-                  'worker pool': lambda: _port_open(here, self.ports['pool'])}
+                  'job server': lambda: port_open(here, self.ports['job']),
+                  'worker pool': lambda: port_open(here, self.ports['pool'])}
         for what, ready in checks.items():
             while not ready():
                 dead = [n for n, s in self.status().items() if s == 'stopped']
@@ -371,7 +286,7 @@ class LocalFlink:
         for name, pids in self.pids().items():
             for pid in pids:
                 if pid_alive(pid):
-                    _terminate(pid)
+                    terminate(pid)
                     stopped.append(f'{name} (pid {pid})')
             for path in self._pid_paths(name):
                 os.remove(path)
@@ -381,37 +296,10 @@ class LocalFlink:
         return stopped
 
 
-def _terminate(pid: int, grace_s: float = 20.0) -> None:
-    """SIGTERM, then SIGKILL after a grace period; to the whole process group when the process
-    leads one of its own (the job server, the worker pool and its SDK workers)."""
-    def send(sig):
-        try:
-            if os.getpgid(pid) == pid:
-                os.killpg(pid, sig)
-            else:
-                os.kill(pid, sig)
-        except ProcessLookupError:
-            pass
-    send(signal.SIGTERM)
-    deadline = time.time() + grace_s
-    while pid_alive(pid) and time.time() < deadline:
-        time.sleep(0.2)
-    if pid_alive(pid):
-        send(signal.SIGKILL)
-        while pid_alive(pid):
-            time.sleep(0.1)
-
-
 def _check_free(name: str, port: int, bind: str) -> None:
-    if _port_taken(bind, port):
+    if port_taken(bind, port):
         raise UserError(f'port {port} ({PORTS[name][1]}) is in use by another program: choose '
                         f'another with `beamcrawl flink start --{name}-port PORT` (or the '
                         f'config key runner.flink.port.{name})')
 
 
-def _is_loopback(host: str) -> bool:
-    try:
-        addresses = {a[4][0] for a in socket.getaddrinfo(host, None)}
-    except OSError:
-        return False
-    return all(ipaddress.ip_address(a.split('%')[0]).is_loopback for a in addresses)
