@@ -38,6 +38,7 @@ def run(args, cfg, now, beam_args):
     from beamcrawl.transforms.index import IndexEntries, WriteIndexShards
     from beamcrawl.transforms.runners.runtime import make_pipeline, run_pipeline
     from beamcrawl.transforms.storage import fs
+    from beamcrawl.transforms.storage.indexdir import write_shard
     from beamcrawl.transforms.storage.layout import CrawlLayout
     from beamcrawl.transforms.storage.segments import CRAWL_PARSE
     from beamcrawl.transforms.storage.shards import update_shard
@@ -46,7 +47,7 @@ def run(args, cfg, now, beam_args):
         raise UserError(f'{crawl.crawldb.current}: no crawldb (run inject first)')
     if args.format == 'jsonl' and not args.output:
         raise UserError('--format jsonl needs --output DIR')
-    if args.output and FileSystems.exists(args.output):
+    if args.output and fs.exists(args.output):
         raise UserError(f'--output {args.output}: already exists')
     shards = cfg['indexer.shards']
     indexed = set((crawl.index_note(crawl.INDEXED) or '').split())
@@ -63,7 +64,7 @@ def run(args, cfg, now, beam_args):
         return _jsonl(crawl, names, rules, shards, args.output, cfg, beam_args)
     with crawl.index_lock('index'):
         crawl.recover_index()
-        present = crawl.index_shards()
+        present = crawl.index_shard_dirs()
         recorded = crawl.index_note(crawl.SHARDS)
         if present and recorded is not None and int(recorded) != shards:
             raise UserError(f'{crawl.index} has {recorded} shards and indexer.shards is '
@@ -74,8 +75,7 @@ def run(args, cfg, now, beam_args):
                                                      shards=shards)
         _ = (entries
              | 'WriteShards' >> WriteIndexShards(
-                 old_shards={i: crawl.index_shard(i) for i in range(shards)
-                             if crawl.index_shard(i) in present},
+                 old_shards=present,
                  new_dir=crawl.new_shard_dir)
              | 'Written' >> beam.combiners.ToList()
              | 'Note' >> beam.Map(_note, FileSystems.join(scratch, 'written.json')))
@@ -86,9 +86,9 @@ def run(args, cfg, now, beam_args):
         finally:
             fs.delete(scratch)
         for number in range(shards):          # a new index gets every shard, empty or not
-            if number not in written and crawl.index_shard(number) not in present:
+            if number not in written and number not in present:
                 written[number] = crawl.new_shard_dir(number)
-                update_shard(None, written[number], [], [])
+                write_shard(update_shard, None, written[number], [], [])
         crawl.install_shards(written, {
             crawl.INDEXED: ''.join(f'{n}\n' for n in sorted(indexed | set(names))),
             crawl.SHARDS: str(shards)})
@@ -97,8 +97,8 @@ def run(args, cfg, now, beam_args):
 
 
 def _note(written, path):
-    from apache_beam.io.filesystems import FileSystems
-    with FileSystems.create(path) as f:
+    from beamcrawl.transforms.storage import fs
+    with fs.create(path) as f:
         f.write(json.dumps({str(shard): directory for shard, directory in written}).encode())
     return path
 

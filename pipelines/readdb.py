@@ -35,6 +35,7 @@ def run(args, cfg, now, beam_args):
 
     from beamcrawl.transforms.readdb import CSV_HEADER, DumpLines, FilterRecords, TopScores
     from beamcrawl.transforms.runners.runtime import make_pipeline, run_pipeline
+    from beamcrawl.transforms.storage import fs
     from beamcrawl.transforms.storage.layout import CrawlLayout
     from beamcrawl.transforms.storage.parts import ReadCrawlDb
     from beamcrawl.transforms.storage.records import STATUS_CODES
@@ -50,7 +51,7 @@ def run(args, cfg, now, beam_args):
     if args.stats:
         return _stats(crawl, cfg, p, records, args.json)
     if args.dump:
-        if FileSystems.exists(args.dump):
+        if fs.exists(args.dump):
             raise UserError(f'--dump {args.dump}: already exists')
         _ = (records
              | 'Select' >> FilterRecords(args.status, args.regex)

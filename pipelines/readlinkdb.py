@@ -32,6 +32,7 @@ def run(args, cfg, now, beam_args):
     from beamcrawl.transforms import settings
     from beamcrawl.transforms.readdb import find_url
     from beamcrawl.transforms.runners.runtime import make_pipeline, run_pipeline
+    from beamcrawl.transforms.storage import fs
     from beamcrawl.transforms.storage.layout import CrawlLayout
     from beamcrawl.transforms.storage.parts import ReadParts, iter_records
     crawl = CrawlLayout(args.crawl_dir)
@@ -45,7 +46,7 @@ def run(args, cfg, now, beam_args):
             return 0
         print(f'{args.url} - no link information.')
         return 1
-    if FileSystems.exists(args.dump):
+    if fs.exists(args.dump):
         raise UserError(f'--dump {args.dump}: already exists')
     p = make_pipeline(beam_args, cfg)
     fmt = args.format

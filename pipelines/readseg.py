@@ -107,11 +107,11 @@ def _get(crawl, segment, url):
 
 
 def _dump(crawl, segment, out):
-    from apache_beam.io.filesystems import FileSystems
-    if FileSystems.exists(out):
+    from beamcrawl.transforms.storage import fs
+    if fs.exists(out):
         raise UserError(f'--dump {out}: already exists')
     entries = _collect(crawl, segment)
-    with FileSystems.create(out) as f:
+    with fs.create(out) as f:
         for url in sorted(entries):
             line = {'url': url, 'records': [{'part': p, **r} for p, r in entries[url]]}
             f.write((json.dumps(line, ensure_ascii=False, sort_keys=True) + '\n').encode())

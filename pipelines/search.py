@@ -21,6 +21,7 @@ def add_arguments(parser):
 
 
 def run(args, cfg, now, beam_args):
+    from beamcrawl.transforms.storage.indexdir import local_shards
     from beamcrawl.transforms.storage.layout import CrawlLayout
     from beamcrawl.transforms.storage.shards import search  # Tantivy only for this command
     crawl = CrawlLayout(args.crawl_dir)
@@ -31,8 +32,9 @@ def run(args, cfg, now, beam_args):
         raise UserError(f'--top {args.top}: expected at least 1')
     bold = sys.stdout.isatty()
     try:
-        hits = search(shards, args.query, args.top,
-                      ('\033[1m', '\033[0m') if bold else ('**', '**'))
+        with local_shards(shards) as local:
+            hits = search(local, args.query, args.top,
+                          ('\033[1m', '\033[0m') if bold else ('**', '**'))
     except ValueError as e:
         raise UserError(f'query {args.query!r}: {e}') from None
     if not hits:

@@ -66,7 +66,8 @@ class _FetchFn(beam.DoFn):
         if self._fetcher is None:
             self._fetcher = Fetcher(self.settings, self.http, self.policy, self.now,
                                     queue_times=self.queue_times)
-            self._journal = JournalWriter(self.journal_dir, self.run_id)
+            self._journal = JournalWriter(self.journal_dir, self.run_id,
+                                          roll_s=self.settings.journal_roll_s)
         for qid, record in group[1]:
             self._fetcher.add(qid, record)
         limit = self.settings.threads * self.settings.queue_depth

@@ -19,6 +19,7 @@ from apache_beam.io.filesystems import FileSystems
 from beamcrawl.transforms.base import metrics
 from beamcrawl.transforms.policy.indexing import IndexRules, build_document, deletion
 from beamcrawl.transforms.policy.partition import partition
+from beamcrawl.transforms.storage.indexdir import write_shard
 from beamcrawl.transforms.storage.parts import ReadCrawlDb, ReadParts
 from beamcrawl.transforms.storage.segments import PARSE_DATA, PARSE_TEXT
 from beamcrawl.transforms.storage.shards import update_shard
@@ -108,7 +109,8 @@ class _WriteShardFn(metrics.CountingDoFn):
             (docs if kind == DOC else deletions).append(value)
         docs.sort(key=lambda d: d['url'])
         new_dir = self.new_dir(shard)
-        update_shard(self.old_shards.get(shard), new_dir, sorted(set(deletions)), docs)
+        write_shard(update_shard, self.old_shards.get(shard), new_dir, sorted(set(deletions)),
+                    docs)
         self.counts.inc(metrics.INDEX_SHARDS_WRITTEN)
         yield shard, new_dir
 

@@ -5,15 +5,17 @@
 * A work unit (engine/units.py) is a run of Avro blocks of one input file, or a byte range of a
   text file.
 * The map side (a `Mapper`) turns each record into (url, item) pairs; items are collected per
-  partition (crc32(url) mod N, policy/partition.py) and written as one pickle file per unit and
-  partition into a scratch directory. Only (partition, file name) pairs cross Beam's shuffle:
-  moving the records themselves through the local runner's shuffle costs more than all the
-  rest (docs/performance.md).
+  partition (crc32(url) mod N, policy/partition.py) and written as one spill file per unit into
+  a scratch directory beside the version being written (on the crawl directory's filesystem:
+  every worker of a cluster reads it), one pickle per partition. Only (partition, file, byte
+  range) tuples cross Beam's shuffle: moving the records themselves through the local runner's
+  shuffle costs more than all the rest (docs/performance.md); one file per unit, not per unit
+  and partition, keeps an object store's object count in check (docs/scaling.md).
 * The reduce side (a `Reducer`) gets, for one partition, every item of every URL (a dict
   url → [items]) and writes that partition's part file itself; every partition is reduced,
   also one that received nothing, so a database always has parts 0..N-1.
 
-File names are deterministic (unit, partition), so a retried bundle rewrites the same files.
+File names are deterministic (one per unit), so a retried bundle rewrites the same files.
 Mappers and reducers are plain objects (pickled to the workers), written per stage
 (transforms/updatedb.py, transforms/inject.py).
 """
@@ -25,12 +27,12 @@ import zlib
 from typing import Dict, List, Sequence
 
 import apache_beam as beam
-from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from beamcrawl.transforms.base import metrics
 from beamcrawl.transforms.engine.reducers import Mapper, Reducer
 from beamcrawl.transforms.engine.units import Unit
+from beamcrawl.transforms.storage import fs
 from beamcrawl.transforms.storage.databases import PARTITIONS_NOTE, DbUpdate
 from beamcrawl.transforms.storage.fs import part_file
 from beamcrawl.transforms.storage.partwriter import named
@@ -66,17 +68,25 @@ class _MapUnitFn(beam.DoFn):
                 # partition(url, n) of policy/partition.py, inlined: this runs per record
                 buckets[crc32(url.encode('utf-8')) % n].append((url, item))
         counts.flush()
-        for index, items in enumerate(buckets):
-            if not items:
-                continue
-            path = FileSystems.join(self.scratch, f'u{unit.index:06d}-p{index:05d}.pickle')
-            try:
-                with FileSystems.create(path,
-                                        compression_type=CompressionTypes.UNCOMPRESSED) as f:
-                    pickle.dump(items, f, protocol=pickle.HIGHEST_PROTOCOL)
-            except OSError as e:
-                raise named(e, path) from e
-            yield index, (unit.index, path)
+        # One spill file per unit, the partitions one after the other: on an object store a
+        # file per unit and partition would be units × partitions objects (docs/scaling.md).
+        path = FileSystems.join(self.scratch, f'u{unit.index:06d}.spill')
+        spans = []
+        try:
+            with fs.create(path) as f:
+                offset = 0
+                for index, items in enumerate(buckets):
+                    if not items:
+                        continue
+                    data = pickle.dumps(items, protocol=pickle.HIGHEST_PROTOCOL)
+                    f.write(data)
+                    spans.append((index, offset, len(data)))
+                    offset += len(data)
+                    buckets[index] = None
+        except OSError as e:
+            raise named(e, path) from e
+        for index, offset, length in spans:
+            yield index, (unit.index, path, offset, length)
 
 
 class _ReducePartitionFn(beam.DoFn):
@@ -88,10 +98,13 @@ class _ReducePartitionFn(beam.DoFn):
         counts = metrics.BundleCounts()
         with _NoGC():
             groups: Dict[str, list] = {}
-            for _, path in sorted(s for s in spills if s is not None):
-                with FileSystems.open(path,
-                                      compression_type=CompressionTypes.UNCOMPRESSED) as f:
-                    items = pickle.load(f)
+            for _, path, offset, length in sorted(s for s in spills if s is not None):
+                data = fs.store(path).read_range(path, offset, length)
+                if len(data) != length:
+                    raise OSError(f'{path}: cut short (read {len(data)} of {length} bytes at '
+                                  f'{offset})')
+                items = pickle.loads(data)
+                del data
                 for url, value in items:
                     values = groups.get(url)
                     if values is None:

@@ -30,3 +30,4 @@ class FetcherSettings:
     store_warc: bool                  # fetcher.store.warc
     max_url_length: int               # db.max.outlink.length (redirect targets)
     progress_s: float                 # fetcher.progress.seconds
+    journal_roll_s: float             # fetcher.journal.roll.seconds (stores that cannot append)

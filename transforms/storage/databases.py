@@ -5,8 +5,11 @@ A database is updated by writing a complete new version beside `current/`, then,
 `old/` is removed, `current/` becomes `old/`, the new version becomes `current/`. A process
 killed at any point leaves a readable database: before the renames the old `current/` is
 untouched; between them `old/` holds the previous version, which readers fall back to and the
-next updater moves back into place. An install that publishes other outputs with it (generate's
-segments) notes its intent first, and the next updater completes it.
+next updater moves back into place. On an object store, where nothing renames, the version is
+written in place and one conditional replace of the small object `CURRENT`, which names the
+current version, installs it; versions it does not name are removed by the next updater. An
+install that publishes other outputs with it (generate's segments) notes its intent first, and
+the next updater completes it.
 """
 
 import contextlib
@@ -17,20 +20,24 @@ import time
 import uuid
 from typing import Iterator, List, Optional, Sequence, Tuple
 
-from apache_beam.io.filesystems import FileSystems
-
-from beamcrawl.transforms.storage.fs import (PART_GLOB, TMP_PREFIX, children, delete, join,
-                                             list_files, read_file, rename, write_file)
+from beamcrawl.transforms.base.errors import InputError, LockedError
+from beamcrawl.transforms.storage.fs import (PART_GLOB, TMP_PREFIX, basename, children, delete,
+                                             exists, join, list_files, publish_dir, read_file,
+                                             rename, renames, store, write_file)
 from beamcrawl.transforms.storage.locks import LOCK_NAME, Lock
 
 log = logging.getLogger('beamcrawl')
 
-__all__ = ['DbLayout', 'DbUpdate', 'APPLIED', 'PARTITIONS_NOTE', 'HOLD_POINTS']
+__all__ = ['DbLayout', 'DbUpdate', 'APPLIED', 'PARTITIONS_NOTE', 'HOLD_POINTS', 'POINTER',
+           'VERSION_PREFIX']
 
 APPLIED = '_applied_segments'      # inside a db version: segments already merged into it
 # A database version's partitioning: part i holds the keys k with crc32(k) mod N == i, each part
 # sorted by key (written by inject, updatedb and invertlinks; docs/crawl-dir.md).
 PARTITIONS_NOTE = '_partitions'
+# On an object store: the object naming the current version, and the versions' directory names.
+POINTER = 'CURRENT'
+VERSION_PREFIX = 'version-'
 
 # A test seam: a kill test names one of the points below in BEAMCRAWL_HOLD_AT, and the command
 # creates the file BEAMCRAWL_HOLD_FILE and waits there to be killed, so that the test kills at
@@ -47,15 +54,28 @@ def _hold(point: str) -> None:
 
 
 class DbLayout:
-    """A versioned database directory: crawldb/ or linkdb/."""
+    """A versioned database directory: crawldb/ or linkdb/.
+
+    Where directories rename atomically (local, HDFS) the readable version is `current/` (or
+    `old/` while an install is cut between its two renames). On an object store, where nothing
+    renames, each version is written in place as `version-<id>/` and the small object
+    `CURRENT` names the current version (and the one before it, kept with keep_backup): an
+    install is one conditional replace of `CURRENT` (docs/crawl-dir.md, "Stores")."""
 
     def __init__(self, path: str, kind: str):
         self.path = path
         self.kind = kind
         self.current = join(path, 'current')
         self.old = join(path, 'old')
+        self.pointer = join(path, POINTER)
         self.lock_path = join(path, LOCK_NAME)
         self.pending = join(path, '.pending-install.json')    # see _install_together
+        self._pointed: Optional[Tuple[dict, Optional[str]]] = None
+
+    @property
+    def renames(self) -> bool:
+        """Whether versions are installed by renames (else by the CURRENT object)."""
+        return renames(self.path)
 
     def lock(self, command: str = '') -> Lock:
         return Lock(self.lock_path, command, f'another update of the {self.kind}')
@@ -74,8 +94,7 @@ class DbLayout:
                 delete(new.dir)
                 raise
             finally:
-                if FileSystems.exists(new.scratch):
-                    delete(new.scratch)
+                delete(new.scratch)
             if new.discarded:
                 delete(new.dir)
                 return
@@ -86,12 +105,54 @@ class DbLayout:
                 self._install_together(new.dir, new.renames, keep_backup)
             else:
                 self.install(new.dir, keep_backup=keep_backup)
-            log.info('installed %s', self.current)
+            log.info('installed %s', self.readable_dir())
+
+    # -- the object store's pointer -----------------------------------------------------------
+
+    def _pointer(self, fresh: bool = False) -> Tuple[dict, Optional[str]]:
+        """(what CURRENT says, its version for a conditional replace); ({}, None) without one.
+        Read once per process unless `fresh`: a reader sees one version throughout."""
+        if self._pointed is None or fresh:
+            found = store(self.pointer).read(self.pointer)
+            if found is None:
+                self._pointed = ({}, None)
+            else:
+                try:
+                    self._pointed = (json.loads(found[0].decode('utf-8')), found[1])
+                except ValueError as e:
+                    raise InputError(f'{self.pointer}: not a version pointer ({e})') from None
+        return self._pointed
+
+    def _set_pointer(self, content: dict) -> None:
+        """Replaces CURRENT, only if it is still what this run read under the lock (else a run
+        that took the lock over from this one changed it: nothing is installed)."""
+        _, version = self._pointer()
+        data = json.dumps(content, sort_keys=True).encode('utf-8')
+        target = store(self.pointer)
+        done = (target.create_exclusive(self.pointer, data) if version is None
+                else target.replace_if(self.pointer, data, version))
+        if not done:
+            raise LockedError(f'{self.pointer}: changed by another run while this one held the '
+                              f'lock (its lease ran out?); this run\'s {self.kind} version is not '
+                              f'installed')
+        self._pointer(fresh=True)
+
+    def version_dirs(self) -> List[str]:
+        """The installed versions: current (or old) and the backup."""
+        if self.renames:
+            return [self.current, self.old]
+        pointed, _ = self._pointer()
+        return [join(self.path, pointed[k]) for k in ('current', 'old') if pointed.get(k)]
+
+    # -- reading ------------------------------------------------------------------------------
 
     def readable_dir(self) -> Optional[str]:
         """The version to read: current/, or old/ if an install was cut off; None if empty."""
+        if not self.renames:
+            pointed, _ = self._pointer()
+            return join(self.path, pointed['current']) if pointed.get('current') else None
         for candidate in (self.current, self.old):
-            if FileSystems.exists(candidate):
+            if exists(candidate):
                 return candidate
         return None
 
@@ -101,16 +162,33 @@ class DbLayout:
         return list_files(join(directory, PART_GLOB)) if directory else []
 
     def new_version_dir(self) -> str:
-        """A fresh directory name beside current/ for a version being written."""
-        return join(self.path, f'{TMP_PREFIX}{self.kind}-{uuid.uuid4().hex[:12]}')
+        """A fresh directory name beside the versions for a version being written."""
+        if self.renames:
+            return join(self.path, f'{TMP_PREFIX}{self.kind}-{uuid.uuid4().hex[:12]}')
+        return join(self.path, f'{VERSION_PREFIX}{uuid.uuid4().hex[:12]}')
 
-    def _install_together(self, new_dir: str, renames: Sequence[Tuple[str, str]],
+    def applied_segments(self) -> List[str]:
+        """Names of the segments already applied to the readable version (updatedb for the
+        crawldb, invertlinks for the linkdb)."""
+        text = self.read_note(APPLIED)
+        return [n for n in text.split() if n] if text else []
+
+    def read_note(self, name: str) -> Optional[str]:
+        """A small text note stored in the readable version (e.g. its partitioning)."""
+        directory = self.readable_dir()
+        data = read_file(join(directory, name)) if directory else None
+        return data.decode('utf-8').strip() if data is not None else None
+
+    # -- installing ---------------------------------------------------------------------------
+
+    def _install_together(self, new_dir: str, renames_: Sequence[Tuple[str, str]],
                           keep_backup: bool) -> None:
-        """Under the lock: installs new_dir and does `renames` (publishing other outputs of the
-        same step, such as generate's segments) as one step. The intent is written first
-        (`.pending-install.json`); a run killed after it is completed by the next one
-        (recover), so the outputs become visible together or not at all."""
-        note = {'version': new_dir, 'renames': [list(r) for r in renames],
+        """Under the lock: installs new_dir and publishes `renames_` ((written, final)
+        directories: other outputs of the same step, such as generate's segments;
+        fs.publish_dir) as one step. The intent is written first (`.pending-install.json`); a
+        run killed after it is completed by the next one (recover), so the outputs become
+        visible together or not at all."""
+        note = {'version': new_dir, 'renames': [list(r) for r in renames_],
                 'keep_backup': keep_backup}
         write_file(self.pending, json.dumps(note).encode('utf-8'), replace=True)
         _hold('install.pending')
@@ -118,51 +196,53 @@ class DbLayout:
 
     def _roll_forward(self, note: dict) -> None:
         for src, dst in note['renames']:
-            if FileSystems.exists(src) and not FileSystems.exists(dst):
-                rename(src, dst)
+            publish_dir(src, dst)
             _hold('install.renamed')
-        if FileSystems.exists(note['version']):
+        if self.renames:
+            if exists(note['version']):
+                self.install(note['version'], keep_backup=note['keep_backup'])
+        elif self._pointer()[0].get('current') != basename(note['version']) and \
+                exists(note['version']):
             self.install(note['version'], keep_backup=note['keep_backup'])
         delete(self.pending)
 
     def recover(self) -> None:
         """Under the lock: finish an install that was cut off and remove abandoned versions."""
+        self._pointer(fresh=True)
         pending = read_file(self.pending)
         if pending is not None:
             log.warning('%s: completing the install that a killed run began', self.path)
             self._roll_forward(json.loads(pending))
-        if not FileSystems.exists(self.current) and FileSystems.exists(self.old):
-            rename(self.old, self.current)
-        if FileSystems.exists(self.path):
-            for path in children(self.path):
-                if os.path.basename(path.rstrip('/')).startswith(TMP_PREFIX):
-                    delete(path)
-
-    def applied_segments(self) -> List[str]:
-        """Names of the segments already applied to the readable version (updatedb for the
-        crawldb, invertlinks for the linkdb)."""
-        directory = self.readable_dir()
-        path = join(directory, APPLIED) if directory else None
-        if not path or not FileSystems.exists(path):
-            return []
-        with FileSystems.open(path) as f:
-            return [n for n in f.read().decode('utf-8').split() if n]
-
-    def read_note(self, name: str) -> Optional[str]:
-        """A small text note stored in the readable version (e.g. its partitioning)."""
-        directory = self.readable_dir()
-        path = join(directory, name) if directory else None
-        if not path or not FileSystems.exists(path):
-            return None
-        with FileSystems.open(path) as f:
-            return f.read().decode('utf-8').strip()
+        if self.renames:
+            if not exists(self.current) and exists(self.old):
+                rename(self.old, self.current)
+            abandoned = lambda name: name.startswith(TMP_PREFIX)  # noqa: E731
+        else:
+            kept = {basename(d) for d in self.version_dirs()}
+            abandoned = lambda name: (name.startswith((TMP_PREFIX, VERSION_PREFIX))  # noqa: E731
+                                      and name not in kept)
+        for path in children(self.path):
+            if abandoned(basename(path)):
+                delete(path)
 
     def install(self, new_dir: str, keep_backup: bool) -> None:
-        """Under the lock: new_dir becomes current/, the previous current/ becomes old/.
-        A version written without its own applied-segments list inherits the current one."""
-        if not FileSystems.exists(join(new_dir, APPLIED)) and self.applied_segments():
+        """Under the lock: new_dir becomes the current version, the previous current one the
+        backup (kept with keep_backup). A version written without its own applied-segments list
+        inherits the current one."""
+        if not exists(join(new_dir, APPLIED)) and self.applied_segments():
             DbUpdate(new_dir).write_applied(self.applied_segments())
-        if FileSystems.exists(self.current):
+        if not self.renames:
+            pointed, _ = self._pointer()
+            previous = [pointed.get('current'), pointed.get('old')]
+            current = {'current': basename(new_dir)}
+            if keep_backup and previous[0]:
+                current['old'] = previous[0]
+            self._set_pointer(current)
+            for name in previous:
+                if name and name not in current.values():
+                    delete(join(self.path, name))
+            return
+        if exists(self.current):
             delete(self.old)
             rename(self.current, self.old)
         rename(new_dir, self.current)
@@ -192,10 +272,10 @@ class DbUpdate:
     def write_note(self, name: str, text: str) -> None:
         """A small text note stored in this version (e.g. its partitioning: engine/partitions.py);
         DbLayout.read_note reads it back."""
-        with FileSystems.create(join(self.dir, name)) as f:
-            f.write(text.encode('utf-8'))
+        write_file(join(self.dir, name), text.encode('utf-8'), replace=True)
 
-    def publish_with(self, renames: Sequence[Tuple[str, str]]) -> None:
-        """Installs this version and does these (source, target) renames as one step: both
-        become visible together, or a killed run's next run completes them."""
-        self.renames = list(renames)
+    def publish_with(self, renames_: Sequence[Tuple[str, str]]) -> None:
+        """Installs this version and publishes these (written, final) directories
+        (fs.publish_dir) as one step: both become visible together, or a killed run's next run
+        completes them."""
+        self.renames = list(renames_)

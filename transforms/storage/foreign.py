@@ -6,10 +6,8 @@ import os
 import re
 from typing import Optional
 
-from apache_beam.io.filesystems import FileSystems
-
 from beamcrawl.transforms.base.errors import InputError
-from beamcrawl.transforms.storage.fs import entries, is_local, join
+from beamcrawl.transforms.storage.fs import entries, exists, is_local, join
 from beamcrawl.transforms.storage.segments import SEGMENT_PARTS
 
 __all__ = ['refuse_foreign']
@@ -40,7 +38,7 @@ def refuse_foreign(crawl) -> None:
     if is_local(crawl.root) and os.path.exists(crawl.root) and not os.path.isdir(crawl.root):
         raise InputError(f'{crawl.root}: is a file, not a crawl directory (name a directory; '
                          f'it is created if absent)')
-    if not FileSystems.exists(crawl.root):
+    if not exists(crawl.root):
         return
     here = entries(crawl.root)
     for name, what in (('current', 'a crawldb or linkdb'),
@@ -51,7 +49,7 @@ def refuse_foreign(crawl) -> None:
                 f'crawl directory: beamcrawl commands take the crawl directory that holds '
                 f'crawldb/, linkdb/ and segments/')
     for db in (crawl.crawldb, crawl.linkdb):
-        for version in (db.current, db.old):
+        for version in db.version_dirs():
             found = _foreign_entry(version, _OURS_IN_VERSION)
             if found:
                 raise InputError(_foreign(found, f'the {db.kind}'))

@@ -1,26 +1,36 @@
 """Files and directories of a crawl directory, on any filesystem Beam knows.
 
-Every file operation of the storage layer goes through `apache_beam.io.filesystems.FileSystems`,
-so that a crawl directory on a shared filesystem works on a cluster runner; where the path is
-local, the os functions that give stronger guarantees are used (an exclusive create, a rename
-that replaces). `write_file` publishes a small file whole.
+Every file operation of the storage layer goes through this module: streams through Beam's
+`FileSystems` (so that a crawl directory on HDFS or S3 works from every worker of a cluster),
+everything else through the path's store (storage/stores.py), which knows what its filesystem
+guarantees: an exclusive create, an atomic replace, directories or only key prefixes.
+
+Publishing a directory (`publish_dir`, `is_published`): where directories rename atomically
+(local, HDFS) a directory is written aside and renamed into place, so it exists only once
+complete; on an object store it is written in place and published by a marker object,
+`_published`, written last (docs/crawl-dir.md, "Stores").
 """
 
+import io
 import os
-import uuid
 from typing import List, Optional
 
-from apache_beam.io.filesystem import BeamIOError
+from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.io.localfilesystem import LocalFileSystem
 
-__all__ = ['TMP_PREFIX', 'join', 'exists', 'mkdirs', 'delete', 'rename', 'list_files',
-           'is_local', 'children', 'entries', 'write_file', 'read_file', 'part_file',
-           'warc_file', 'PART_GLOB', 'WARC_GLOB']
+from beamcrawl.transforms.storage.stores import LocalStore, Store, store_for
+
+__all__ = ['TMP_PREFIX', 'PUBLISHED', 'join', 'exists', 'mkdirs', 'delete', 'rename',
+           'list_files', 'is_local', 'children', 'entries', 'write_file', 'read_file',
+           'part_file', 'warc_file', 'PART_GLOB', 'WARC_GLOB', 'store', 'renames',
+           'open_read', 'create', 'read_all', 'publish_dir', 'is_published', 'written_dir',
+           'basename']
 
 TMP_PREFIX = '.tmp-'      # what is being written: never mistaken for a complete file
+PUBLISHED = '_published'  # on an object store: the marker of a published directory
 PART_GLOB = 'part-*.avro'
 WARC_GLOB = 'part-*.warc.gz'
+_READ_CHUNK = 8 << 20     # read() without a size reads 8 KiB at a time on HDFS: one request each
 
 
 def part_file(directory: str, index: int) -> str:
@@ -37,94 +47,133 @@ def join(*parts: str) -> str:
     return FileSystems.join(*parts)
 
 
-def exists(path: str) -> bool:
-    return FileSystems.exists(path)
+def basename(path: str) -> str:
+    return path.rstrip('/').rsplit('/', 1)[-1]
 
 
-def mkdirs(path: str) -> None:
-    """Creates a directory (and parents); no error if it exists."""
-    if FileSystems.exists(path):
-        return
-    try:
-        FileSystems.mkdirs(path)
-    except (IOError, BeamIOError):
-        if not FileSystems.exists(path):
-            raise
+def store(path: str) -> Store:
+    """The store of a path (storage/stores.py)."""
+    return store_for(path)
 
 
-def delete(path: str) -> None:
-    """Deletes a file or a directory tree; no error if it is absent."""
-    if FileSystems.exists(path):
-        FileSystems.delete([path])
-
-
-def rename(src: str, dst: str) -> None:
-    FileSystems.rename([src], [dst])
-
-
-def list_files(pattern: str) -> List[str]:
-    """Paths matching a glob pattern, sorted; empty when nothing matches."""
-    result = FileSystems.match([pattern])[0]
-    return sorted(m.path for m in result.metadata_list)
+def renames(path: str) -> bool:
+    """Whether the path's filesystem renames files and directories atomically."""
+    return store_for(path).renames
 
 
 def is_local(path: str) -> bool:
     """Whether a path is on the local filesystem (where os functions apply)."""
-    return isinstance(FileSystems.get_filesystem(path), LocalFileSystem)
+    return isinstance(store_for(path), LocalStore)
+
+
+def exists(path: str) -> bool:
+    """Whether a file or a directory exists (on an object store: an object or a prefix)."""
+    return store_for(path).exists(path)
+
+
+def mkdirs(path: str) -> None:
+    """Creates a directory (and parents); no error if it exists; nothing on an object store."""
+    if is_local(path):
+        os.makedirs(path, exist_ok=True)
+    elif renames(path) and not exists(path):
+        try:
+            FileSystems.mkdirs(path)
+        except IOError:
+            if not exists(path):
+                raise
+
+
+def delete(path: str) -> None:
+    """Deletes a file or a directory tree; no error if it is absent."""
+    store_for(path).delete(path)
+
+
+def rename(src: str, dst: str) -> None:
+    """Renames a file, or a directory where directories rename (`renames`); `dst` must not
+    exist."""
+    store_for(src).rename(src, dst)
+
+
+def list_files(pattern: str) -> List[str]:
+    """Paths matching a glob pattern (`*` stays within a directory), sorted; empty when nothing
+    matches."""
+    result = FileSystems.match([pattern])[0]
+    return sorted(m.path for m in result.metadata_list)
 
 
 def children(directory: str) -> List[str]:
-    """Immediate children (files and directories) of a directory."""
-    if is_local(directory):
-        return sorted(os.path.join(directory, n) for n in os.listdir(directory))
-    prefix = directory.rstrip('/') + '/'
-    names = set()
-    for path in list_files(prefix + '*'):
-        names.add(prefix + path[len(prefix):].split('/', 1)[0])
-    return sorted(names)
+    """Immediate children (files and directories) of a directory, sorted; empty when absent."""
+    return store_for(directory).children(directory)
 
 
 def entries(directory: str) -> List[str]:
     """Names in a directory (empty when it is absent)."""
-    if not FileSystems.exists(directory):
-        return []
-    return [os.path.basename(p.rstrip('/')) for p in children(directory)]
+    return [basename(p) for p in children(directory)]
 
 
 def write_file(path: str, data: bytes, *, replace: bool) -> bool:
-    """Publishes a small file whole: written aside, then moved into place, so a reader finds the
-    old file or the new one, never a part. With replace=False the file is created only if it
-    does not exist yet (False when it did: another run made it first)."""
-    aside = f'{path}{TMP_PREFIX}{uuid.uuid4().hex[:8]}'
-    if is_local(path):
-        os.makedirs(os.path.dirname(path) or '.', exist_ok=True)
-        with open(aside, 'wb') as f:
-            f.write(data)
-        try:
-            if replace:
-                os.replace(aside, path)
-                return True
-            try:
-                os.link(aside, path)            # fails when the file exists
-                return True
-            except FileExistsError:
-                return False
-        finally:
-            if os.path.exists(aside):
-                os.remove(aside)
-    if not replace and FileSystems.exists(path):
-        return False
-    with FileSystems.create(aside) as f:
-        f.write(data)
-    if replace and FileSystems.exists(path):
-        delete(path)
-    rename(aside, path)
-    return True
+    """Publishes a small file whole: a reader finds the old file or the new one, never a part.
+    With replace=False the file is created only if it does not exist yet (False when it did:
+    another run made it first)."""
+    target = store_for(path)
+    if replace:
+        target.replace(path, data)
+        return True
+    return target.create_exclusive(path, data)
 
 
 def read_file(path: str) -> Optional[bytes]:
     """A small file's bytes, or None when it does not exist."""
-    if not FileSystems.exists(path):
-        return None
-    with FileSystems.open(path) as f:
-        return f.read()
+    found = store_for(path).read(path)
+    return found[0] if found else None
+
+
+def open_read(path: str):
+    """A file opened for reading its bytes as they are (no decompression)."""
+    return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+
+
+def create(path: str):
+    """A file created for writing bytes as they are (replacing one of the same name); it
+    appears whole when closed on HDFS and S3, as it is written on a local disk."""
+    if not is_local(path) and renames(path) and exists(path):
+        delete(path)                    # HDFS refuses to create over a file
+    return FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED)
+
+
+def read_all(f) -> bytes:
+    """The rest of an open file, read in large chunks (see _READ_CHUNK)."""
+    out = io.BytesIO()
+    while True:
+        chunk = f.read(_READ_CHUNK)
+        if not chunk:
+            return out.getvalue()
+        out.write(chunk)
+
+
+def written_dir(final: str, aside: str) -> str:
+    """Where a directory to be published at `final` is written: `aside` where directories
+    rename, `final` itself on an object store (published by its marker)."""
+    return aside if renames(final) else final
+
+
+def publish_dir(written: str, final: str) -> None:
+    """Publishes a directory written at `written` (written_dir): renamed into place, or, on an
+    object store, marked published. Does nothing when it is published already (a killed run's
+    publication being completed)."""
+    if renames(final):
+        if exists(written) and not exists(final):
+            rename(written, final)
+        return
+    if written != final:
+        raise ValueError(f'{written}: on an object store a directory is written in place')
+    marker = join(final, PUBLISHED)
+    if not exists(marker):
+        store_for(marker).replace(marker, b'')
+
+
+def is_published(final: str) -> bool:
+    """Whether a directory published by publish_dir is there (complete)."""
+    if renames(final):
+        return exists(final)
+    return exists(join(final, PUBLISHED))

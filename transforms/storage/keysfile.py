@@ -15,9 +15,7 @@ import json
 import zlib
 from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
 
-from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
-
+from beamcrawl.transforms.storage import fs
 from beamcrawl.transforms.storage.container import (NATIVE_CODECS, Header, check_regular, header_of,
                                                     open_part, read_long, unreadable)
 
@@ -94,26 +92,18 @@ class KeysBuilder:
                 'statuses': sorted(self.status_index, key=self.status_index.get)}
         body = zlib.compress(url_lengths.tobytes() + self.lengths.tobytes()
                              + bytes(self.statuses) + blob, 1)
-        tmp = path + '.inprogress'
         try:
-            with FileSystems.create(tmp, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-                f.write(_KEYS_MAGIC + json.dumps(head).encode('utf-8') + b'\n' + body)
-            FileSystems.rename([tmp], [path])
+            fs.write_file(path, _KEYS_MAGIC + json.dumps(head).encode('utf-8') + b'\n' + body,
+                          replace=True)
         except OSError:               # the part is complete without it
-            try:
-                FileSystems.delete([tmp])
-            except Exception:  # pylint: disable=broad-except
-                pass
+            pass
 
 
 def _load_keys(part: str, size: int, sync: bytes) -> Optional[Keys]:
     path = keys_path(part)
     try:
-        if not FileSystems.exists(path):
-            return None
-        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-            data = f.read()
-        if not data.startswith(_KEYS_MAGIC):
+        data = fs.read_file(path)
+        if data is None or not data.startswith(_KEYS_MAGIC):
             return None
         line_end = data.index(b'\n', len(_KEYS_MAGIC))
         head = json.loads(data[len(_KEYS_MAGIC):line_end])

@@ -6,19 +6,26 @@ import getpass
 import logging
 import os
 import socket
+import threading
+import time
 import uuid
+from typing import Optional
 
 from apache_beam.io.filesystem import BeamIOError
 from apache_beam.io.filesystems import FileSystems
 
 from beamcrawl.transforms.base.errors import LockedError
 from beamcrawl.transforms.storage.fs import delete, is_local, mkdirs
+from beamcrawl.transforms.storage.stores import LocalStore, store_for
 
 log = logging.getLogger('beamcrawl')
 
-__all__ = ['Lock', 'LOCK_NAME', 'process_alive']
+__all__ = ['Lock', 'LOCK_NAME', 'LEASE_S', 'process_alive']
 
 LOCK_NAME = '.locked'
+# How long a lock on a shared store (HDFS, S3) holds without renewal; its holder renews it every
+# third of that. A lock whose holder is gone is taken over once it has run out.
+LEASE_S = 300
 
 
 def process_alive(pid: int) -> bool:
@@ -39,10 +46,13 @@ def process_alive(pid: int) -> bool:
 class Lock:
     """A `.locked` file, held while one process changes what it guards (a database, a segment).
 
-    Used as a context manager. A second process finds the file and gets a LockedError that names
-    it and its holder. The file records who holds it: a lock whose holder was a process of this
-    host that no longer runs (a killed run) is taken over, with a warning; any other is
-    explained. `what` names the guarded work in the messages.
+    Used as a context manager. It is created exclusively, with its holder already in it
+    (storage/stores.py: a hard link on a local disk, CREATE without overwrite on HDFS, a PUT with
+    If-None-Match on an object store). A second process finds it and gets a LockedError that
+    names it and its holder. A lock is taken over when its holder was a process of this host that
+    no longer runs (a killed run), or, on a store other processes share (HDFS, S3), when its
+    lease has run out: the holder renews it every LEASE_S / 3 seconds while it holds the lock, so
+    only a lock whose holder is gone runs out. `what` names the guarded work in the messages.
     """
 
     def __init__(self, path: str, command: str = '', what: str = 'another update'):
@@ -50,58 +60,72 @@ class Lock:
         self.command = command
         self.what = what
         self._held = False
+        self._token = uuid.uuid4().hex
+        self._version: Optional[str] = None
+        self._renewer: Optional[threading.Thread] = None
+        self._stop = threading.Event()
 
     def _describe(self) -> bytes:
+        expires = time.time() + LEASE_S
         return (f'pid={os.getpid()} host={socket.gethostname()} user={getpass.getuser()} '
                 f'since={datetime.datetime.now(datetime.timezone.utc).isoformat()} '
-                f'command={self.command}\n').encode('utf-8')
+                f'command={self.command} expires={expires:.0f} token={self._token}\n'
+                ).encode('utf-8')
 
     def acquire(self) -> None:
-        mkdirs(os.path.dirname(self.path) if is_local(self.path)
-               else FileSystems.split(self.path)[0])
+        store = store_for(self.path)
         if is_local(self.path):
-            if not self._create_local():
-                if not self._take_over() or not self._create_local():
-                    raise self._locked()       # of two takers, one wins the second create
-        else:
-            if FileSystems.exists(self.path):
-                raise self._locked()
-            with FileSystems.create(self.path) as f:
-                f.write(self._describe())
+            mkdirs(os.path.dirname(self.path))
+        if not store.create_exclusive(self.path, self._describe()) and \
+                not self._take_over(store):
+            raise self._locked()
         self._held = True
+        if not isinstance(store, LocalStore):
+            found = store.read(self.path)
+            self._version = found[1] if found else None
+            self._stop.clear()
+            self._renewer = threading.Thread(target=self._renew, args=(store,), daemon=True,
+                                             name='lock-lease')
+            self._renewer.start()
 
-    def _create_local(self) -> bool:
-        """Creates the lock file with its holder already written (a file written aside, then
-        hard-linked into place, which fails when the lock exists); False when it exists."""
-        aside = f'{self.path}.{os.getpid()}.{uuid.uuid4().hex[:8]}'
-        with open(aside, 'wb') as f:
-            f.write(self._describe())
+    def _take_over(self, store) -> bool:
+        """Takes the lock over from a dead holder (see the class); True when it is ours now."""
+        found = store.read(self.path)
+        if found is None:                    # released meanwhile: a plain create again
+            return store.create_exclusive(self.path, self._describe())
+        data, version = found
+        fields = dict(part.split('=', 1) for part in data[:500].decode('utf-8', 'replace').split()
+                      if '=' in part)
         try:
-            os.link(aside, self.path)
-            return True
-        except FileExistsError:
-            return False
-        finally:
-            os.remove(aside)
-
-    def _take_over(self) -> bool:
-        """Removes a lock left by a dead process of this host; True when it did."""
-        try:
-            with open(self.path, encoding='utf-8', errors='replace') as f:
-                fields = dict(part.split('=', 1) for part in f.read(300).split()
-                              if '=' in part)
             pid = int(fields.get('pid', ''))
-        except (OSError, ValueError):
-            return False
-        if fields.get('host') != socket.gethostname() or process_alive(pid):
-            return False
-        log.warning('%s: taking over the lock left by a run that no longer runs (pid %d, %s)',
-                    self.path, pid, fields.get('command', ''))
+        except ValueError:
+            pid = None
+        dead = (fields.get('host') == socket.gethostname() and pid is not None
+                and not process_alive(pid))
         try:
-            os.remove(self.path)
-        except FileNotFoundError:
-            pass
+            expired = not isinstance(store, LocalStore) and float(fields['expires']) < time.time()
+        except (KeyError, ValueError):
+            expired = False
+        if not (dead or expired):
+            return False
+        if not store.replace_if(self.path, self._describe(), version):
+            return False                     # of two takers, one wins
+        log.warning('%s: taking over the lock left by a run that no longer runs (pid %s on %s, '
+                    '%s)', self.path, fields.get('pid', '?'), fields.get('host', '?'),
+                    fields.get('command', ''))
         return True
+
+    def _renew(self, store) -> None:
+        """Renews the lease while the lock is held (shared stores)."""
+        while not self._stop.wait(LEASE_S / 3):
+            try:
+                found = store.read(self.path)
+                if found is None or self._token.encode() not in found[0]:
+                    log.warning('%s: the lock is no longer held by this run', self.path)
+                    return
+                store.replace_if(self.path, self._describe(), found[1])
+            except Exception as e:  # pylint: disable=broad-except  (tried again next time)
+                log.warning('%s: renewing the lock failed: %s', self.path, e)
 
     def _locked(self) -> LockedError:
         holder = ''
@@ -110,6 +134,7 @@ class Lock:
                 holder = f.read(300).decode('utf-8', 'replace').strip()
         except (IOError, BeamIOError):
             pass
+        holder = ' '.join(p for p in holder.split() if not p.startswith(('token=', 'expires=')))
         return LockedError(
             f'lock {self.path} is held: {self.what} is running'
             f'{" (" + holder + ")" if holder else ""}; if it is not, a killed run left the lock '
@@ -117,6 +142,10 @@ class Lock:
 
     def release(self) -> None:
         if self._held:
+            self._stop.set()
+            if self._renewer is not None:
+                self._renewer.join()
+                self._renewer = None
             delete(self.path)
             self._held = False
 

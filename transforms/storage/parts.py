@@ -143,7 +143,7 @@ class _FinalizePartsFn(beam.DoFn):
             return
         for index, path in enumerate(paths):
             target = self._part(index)
-            if FileSystems.exists(path):      # already renamed by an earlier attempt otherwise
+            if fs.exists(path):      # already renamed by an earlier attempt otherwise
                 fs.rename(path, target)
             yield target
 

@@ -2,7 +2,8 @@
 
   AvroWriter      the shared part: the header, records encoded (by hand for CrawlDatum:
                   datumcodec.encoder_for) or copied as their bytes, deflated blocks
-  PartWriter      a part: written aside, published whole by a rename, with its keys file
+  PartWriter      a part: written aside, published whole by a rename (on an object store: in
+                  place, where an object appears whole), with its keys file
   AppendWriter    a journal file: written in place, each flush() a block the OS has
                   (a killed writer leaves the blocks before its last one readable)
   write_avro_file a small part from a list of records (fetch lists, empty parts)
@@ -18,9 +19,8 @@ import zlib
 from typing import Iterable, Optional
 
 import fastavro
-from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
 
+from beamcrawl.transforms.storage import fs
 from beamcrawl.transforms.storage.container import MAGIC, Header
 from beamcrawl.transforms.storage.datumcodec import encoder_for, varint
 from beamcrawl.transforms.storage.keysfile import Keys, KeysBuilder, keys_path
@@ -61,8 +61,7 @@ class AvroWriter:
 
     def open(self) -> None:
         try:
-            self._file = FileSystems.create(self.target,
-                                            compression_type=CompressionTypes.UNCOMPRESSED)
+            self._file = fs.create(self.target)
             meta = {'avro.schema': json.dumps(self.plain_schema).encode('utf-8'),
                     'avro.codec': b'deflate'}
             out = bytearray(MAGIC)
@@ -131,7 +130,8 @@ class AvroWriter:
 
 class PartWriter(AvroWriter):
     """A part: `path` appears only once complete (written as a hidden temporary file beside it,
-    then renamed). Use as a context manager; an exception discards the temporary file.
+    then renamed; on an object store written in place: an object appears when its upload ends).
+    Use as a context manager; an exception discards what was written.
 
     With `keys`, the part gets its keys file (keysfile.py): every record's URL, status and
     encoded length, so that the next update can copy the records it does not change without
@@ -139,7 +139,8 @@ class PartWriter(AvroWriter):
 
     def __init__(self, path: str, schema: dict, level: int = 1, keys: bool = False):
         directory, name = path.rsplit('/', 1) if '/' in path else ('.', path)
-        super().__init__(f'{directory}/.{name}.inprogress', schema, name=path, level=level)
+        aside = f'{directory}/.{name}.inprogress'
+        super().__init__(aside if fs.renames(path) else path, schema, name=path, level=level)
         self.path = path
         self._keys = KeysBuilder() if keys else None
 
@@ -189,10 +190,10 @@ class PartWriter(AvroWriter):
             self._close()
             size = self._size
             keys = keys_path(self.path)
-            for old in (self.path, keys):
-                if FileSystems.exists(old):
-                    FileSystems.delete([old])
-            FileSystems.rename([self.target], [self.path])
+            for old in ((self.path, keys) if self.target != self.path else (keys,)):
+                fs.delete(old)
+            if self.target != self.path:
+                fs.rename(self.target, self.path)
         except OSError as e:
             self.abort()
             raise named(e, self.path) from e
@@ -208,7 +209,7 @@ class PartWriter(AvroWriter):
         except OSError:
             pass
         try:
-            FileSystems.delete([self.target])
+            fs.delete(self.target)
         except Exception:  # pylint: disable=broad-except
             pass
 

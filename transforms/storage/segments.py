@@ -1,7 +1,8 @@
 """Segments: `segments/<yyyyMMddHHmmss>/` and their parts (docs/crawl-dir.md).
 
-A part directory exists only once complete: a stage writes it aside and publishes it by a rename,
-the part that marks its step done last. `SegmentLayout` (a part of CrawlLayout) names every path
+A part directory is there only once complete: a stage writes it aside and publishes it by a rename
+(on an object store: writes it in place and publishes it by its `_published` marker; fs.py), the
+part that marks its step done last. `SegmentLayout` (a part of CrawlLayout) names every path
 of the segments and picks the segment a stage works on.
 """
 
@@ -9,11 +10,10 @@ import contextlib
 import os
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
-from apache_beam.io.filesystems import FileSystems
-
 from beamcrawl.transforms.base.errors import InputError
-from beamcrawl.transforms.storage.fs import (PART_GLOB, TMP_PREFIX, WARC_GLOB, children, delete,
-                                             join, list_files, rename)
+from beamcrawl.transforms.storage.fs import (PART_GLOB, TMP_PREFIX, WARC_GLOB, basename, children,
+                                             delete, exists, is_published, join, list_files,
+                                             publish_dir, written_dir)
 from beamcrawl.transforms.storage.locks import LOCK_NAME, Lock
 
 __all__ = ['SegmentLayout', 'SegmentUpdate', 'CRAWL_GENERATE', 'CRAWL_FETCH', 'CONTENT',
@@ -58,13 +58,17 @@ class SegmentUpdate:
 
     def _publish(self) -> None:
         for written, final in self.publishing():
-            if FileSystems.exists(final):
+            if is_published(final):
                 raise RuntimeError(f'{final} exists already')
-            rename(written, final)
+            publish_dir(written, final)
 
     def _clean(self) -> None:
-        for path in self.tmp.values():
-            delete(path)
+        """Removes what is being written (on an object store the part's own directory: not
+        once it is published)."""
+        for part, path in self.tmp.items():
+            if path != self.crawl.segment_part(self.segment, part) or \
+                    not self.crawl.has_part(self.segment, part):
+                delete(path)
 
 
 class SegmentLayout:
@@ -84,19 +88,17 @@ class SegmentLayout:
 
     def segment_names(self) -> List[str]:
         """Names of the segments (yyyyMMddHHmmss directories), oldest first."""
-        if not FileSystems.exists(self.segments):
-            return []
-        names = (os.path.basename(p.rstrip('/')) for p in children(self.segments))
+        names = (basename(p) for p in children(self.segments))
         return sorted(n for n in names if len(n) == 14 and n.isdigit())
 
     def has_part(self, segment: str, part: str) -> bool:
         """Whether a segment's part is complete (it exists only once complete)."""
-        return FileSystems.exists(self.segment_part(segment, part))
+        return is_published(self.segment_part(segment, part))
 
     def resolve_segment(self, name_or_path: str) -> str:
         """A segment's name from its name or path; the segment must exist."""
         name = os.path.basename(name_or_path.rstrip('/'))
-        if not FileSystems.exists(self.segment(name)):
+        if not exists(self.segment(name)):
             raise InputError(f'{self.segment(name)}: no such segment')
         return name
 
@@ -137,10 +139,9 @@ class SegmentLayout:
                                 WARC_GLOB if part == WARC else PART_GLOB))
 
     def part_tmp_dir(self, segment: str, part: str) -> str:
-        """Where a part is written before it is published."""
-        if part not in self.SEGMENT_PARTS:
-            raise ValueError(part)
-        return join(self.segment(segment), f'{TMP_PREFIX}{part}')
+        """Where a part is written before it is published (fs.written_dir)."""
+        return written_dir(self.segment_part(segment, part),
+                           join(self.segment(segment), f'{TMP_PREFIX}{part}'))
 
     def fetch_journal(self, segment: str) -> str:
         """Where a fetch of the segment journals its results (fetcher/journal/)."""

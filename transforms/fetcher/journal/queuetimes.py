@@ -4,10 +4,9 @@
 import json
 from typing import Dict, Optional
 
-from apache_beam.io.filesystems import FileSystems
-
 from beamcrawl.transforms.fetcher.journal.paths import (QUEUES_SUFFIX, journal_files, run_dir,
                                                         tolerant_records, writer_of)
+from beamcrawl.transforms.storage import fs
 from beamcrawl.transforms.storage.segments import CRAWL_FETCH
 
 __all__ = ['queue_times_of', 'note_queue_time', 'run_queue_times', 'write_queue_times',
@@ -53,8 +52,7 @@ def run_queue_times(journal_dir: str, run_id: str, before: Dict[str, float]
 
 
 def write_queue_times(path: str, times: Dict[str, float]) -> None:
-    with FileSystems.create(path) as f:
-        f.write(json.dumps(times, sort_keys=True).encode('utf-8'))
+    fs.write_file(path, json.dumps(times, sort_keys=True).encode('utf-8'), replace=True)
 
 
 def read_queue_times(path: str) -> Dict[str, float]:
@@ -64,10 +62,10 @@ def read_queue_times(path: str) -> Dict[str, float]:
 
 
 def _load_queue_times(path: str) -> Optional[Dict[str, float]]:
-    if not FileSystems.exists(path):
-        return None
     try:
-        with FileSystems.open(path) as f:
-            return {k: float(v) for k, v in json.loads(f.read().decode('utf-8')).items()}
+        data = fs.read_file(path)
+        if data is None:
+            return None
+        return {k: float(v) for k, v in json.loads(data.decode('utf-8')).items()}
     except (ValueError, AttributeError, OSError):
         return None

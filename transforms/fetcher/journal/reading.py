@@ -42,8 +42,5 @@ def read_journals(journal_dir: str) -> JournalState:
 
 
 def committed(journal_dir: str, run_id: str) -> Optional[List[str]]:
-    path = FileSystems.join(journal_dir, f'run-{run_id}.committed')
-    if not FileSystems.exists(path):
-        return None
-    with FileSystems.open(path) as f:
-        return json.loads(f.read().decode('utf-8'))
+    data = fs.read_file(FileSystems.join(journal_dir, f'run-{run_id}.committed'))
+    return None if data is None else json.loads(data.decode('utf-8'))

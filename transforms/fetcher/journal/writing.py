@@ -1,6 +1,7 @@
 """JournalWriter: one fetcher's results appended to its journal files as they complete."""
 
 import json
+import time
 import uuid
 from typing import Dict, List, Tuple
 
@@ -16,13 +17,21 @@ __all__ = ['JournalWriter', 'commit_run']
 
 class JournalWriter:
     """Appends one fetcher's results to its journal files (storage/partwriter.py AppendWriter),
-    flushing after each write."""
+    flushing after each write.
 
-    def __init__(self, journal_dir: str, run_id: str):
+    On a store where a file cannot be read while it is written (HDFS, S3: stores.py
+    `appendable`), the files are closed and new ones started every `roll_s` seconds, each
+    series under a new writer name: a killed fetcher loses at most the results of its open
+    series. A write's records are never split between two series."""
+
+    def __init__(self, journal_dir: str, run_id: str, roll_s: float = 0.0):
         self.directory = run_dir(journal_dir, run_id)
         self.name = uuid.uuid4().hex[:12]
         self._writers: Dict[str, AppendWriter] = {}
         self.queue_times: Dict[str, float] = {}        # queue_times_of what was written
+        self._roll_s = 0.0 if fs.store(self.directory).appendable else roll_s
+        self._opened = 0.0
+        self._closed: List[str] = []
 
     def path(self, part: str) -> str:
         return FileSystems.join(self.directory, f'{self.name}.{part}.avro')
@@ -37,6 +46,8 @@ class JournalWriter:
                 continue
             writer = self._writers.get(wanted)
             if writer is None:
+                if not self._writers:
+                    self._opened = time.monotonic()
                 fs.mkdirs(self.directory)
                 writer = self._writers[wanted] = AppendWriter(self.path(wanted),
                                                               SCHEMAS[wanted])
@@ -47,10 +58,12 @@ class JournalWriter:
             for record in records:
                 writer.write(record)
             writer.flush()
+        if self._roll_s and self._writers and time.monotonic() - self._opened >= self._roll_s:
+            self._closed += self._close_series()
+            self.name = uuid.uuid4().hex[:12]
+            self.queue_times = {}
 
-    def close(self) -> List[str]:
-        """Closes the files, then writes the queue times of what they hold (so that the end of
-        a fetch need not read the journals again: run_queue_times); returns their paths."""
+    def _close_series(self) -> List[str]:
         paths = []
         for writer in self._writers.values():
             writer.close()
@@ -62,12 +75,18 @@ class JournalWriter:
             paths.append(path)
         return paths
 
+    def close(self) -> List[str]:
+        """Closes the files, then writes the queue times of what they hold (so that the end of
+        a fetch need not read the journals again: run_queue_times); returns the paths of every
+        file written."""
+        paths, self._closed = self._closed + self._close_series(), []
+        return paths
+
 
 def commit_run(journal_dir: str, run_id: str, paths: List[str]) -> str:
     """Records the journal files of a run's committed bundles (the runner may have retried
     others; their files are not used); returns the commit file's path."""
     fs.mkdirs(journal_dir)
     path = FileSystems.join(journal_dir, f'run-{run_id}.committed')
-    with FileSystems.create(path) as f:
-        f.write(json.dumps(sorted(paths)).encode('utf-8'))
+    fs.write_file(path, json.dumps(sorted(paths)).encode('utf-8'), replace=True)
     return path

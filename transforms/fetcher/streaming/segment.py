@@ -21,15 +21,15 @@ class _JournalFn(beam.DoFn):
     """(generated URL, [(part, record)]) → appended to this worker's journal files (flushed per
     URL; the files stay open for the worker's life)."""
 
-    def __init__(self, journal_dir: str, run_id: str):
-        self.journal_dir, self.run_id = journal_dir, run_id
+    def __init__(self, journal_dir: str, run_id: str, roll_s: float):
+        self.journal_dir, self.run_id, self.roll_s = journal_dir, run_id, roll_s
 
     def setup(self):
         self._journal = None
 
     def process(self, element):
         if self._journal is None:
-            self._journal = JournalWriter(self.journal_dir, self.run_id)
+            self._journal = JournalWriter(self.journal_dir, self.run_id, roll_s=self.roll_s)
         self._journal.write(element[1])
 
     def teardown(self):
@@ -64,4 +64,5 @@ class StreamingFetchSegment(beam.PTransform):
                 | 'Fetch' >> PoliteFetch(settings=self.settings, http=self.http,
                                          policy=self.policy, now=self.now, poll_s=self.poll_s,
                                          queue_times=self.queue_times)
-                | 'Journal' >> beam.ParDo(_JournalFn(self.journal_dir, self.run_id)))
+                | 'Journal' >> beam.ParDo(_JournalFn(self.journal_dir, self.run_id,
+                                                      self.settings.journal_roll_s)))
