@@ -83,10 +83,12 @@ def run_command(name: str, argv: List[str]) -> int:
     if '-h' in argv or '--help' in argv:
         parser.parse_known_args(argv)            # prints the help and exits
     from beamcrawl.transforms.base.errors import UserError, from_worker
-    from beamcrawl.transforms.runners.runtime import parse_now, split_beam_args
+    from beamcrawl.transforms.runners.runtime import (parse_now, split_beam_args,
+                                                      use_filesystem_options)
     ours, beam_args = split_beam_args(argv, parser)
     args = parser.parse_args(ours)
     _absolute_paths(args)
+    use_filesystem_options(beam_args)
     interrupts.handle_signals()
     try:
         layout = None

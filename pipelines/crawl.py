@@ -10,7 +10,6 @@ now + k × --round-interval, so a simulation is reproducible.
 """
 
 import collections
-import os
 import sys
 import time
 
@@ -46,6 +45,7 @@ def _step(name, argv):
 
 
 def run(args, cfg, now, beam_args):
+    from beamcrawl.transforms.storage import fs
     from beamcrawl.transforms.storage.layout import CrawlLayout
     from beamcrawl.transforms.storage.parts import count_records
     from beamcrawl.transforms.storage.segments import CRAWL_FETCH, CRAWL_PARSE
@@ -69,7 +69,7 @@ def run(args, cfg, now, beam_args):
     if args.time_limit_fetch is not None:
         fetch_opts += ['-D', f'fetcher.timelimit.mins={args.time_limit_fetch}']
     for k in range(args.rounds):
-        if os.path.exists(os.path.join(args.crawl_dir, '.STOP')):
+        if fs.exists(fs.join(args.crawl_dir, '.STOP')):
             print(f'crawl: {args.crawl_dir}/.STOP found, stopping before round {k + 1}')
             break
         started = time.time()

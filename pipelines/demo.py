@@ -6,7 +6,6 @@ proxy), injects the demo seeds, crawls N rounds (one simulated day apart, adapti
 indexing each round), prints `readdb --stats` and searches the index for one query.
 """
 
-import os
 import sys
 import time
 
@@ -23,10 +22,10 @@ def add_arguments(parser):
 
 
 def run(args, cfg, now, beam_args):
-    os.makedirs(args.crawl_dir, exist_ok=True)
-    seeds = os.path.join(args.crawl_dir, 'seeds.txt')
-    with open(seeds, 'w', encoding='utf-8') as f:
-        f.write(DEMO_SEEDS)
+    from beamcrawl.transforms.storage import fs
+    seeds = fs.join(args.crawl_dir, 'seeds.txt')     # the crawl directory may be on HDFS, S3
+    fs.mkdirs(args.crawl_dir)
+    fs.write_file(seeds, DEMO_SEEDS.encode('utf-8'), replace=True)
     with TestWeb(demo_sites()) as web:
         settings = {'http.agent.name': 'beamcrawl-demo', 'http.proxy.host': '127.0.0.1',
                     'http.proxy.port': web.port, 'fetcher.server.delay': 0.5,
@@ -44,10 +43,11 @@ def run(args, cfg, now, beam_args):
         return code
     print(f'demo: {args.rounds} rounds in {time.time() - started:.0f} s; the crawl is in '
           f'{args.crawl_dir}')
-    code = run_command('readdb', [args.crawl_dir, '--stats', *conf])
+    code = run_command('readdb', [args.crawl_dir, '--stats', *conf, *beam_args])
     if code == 0:
         print(f'\n$ beamcrawl search {args.crawl_dir} {DEMO_QUERY}')
-        code = run_command('search', [args.crawl_dir, DEMO_QUERY, '--top', '3', *conf])
+        code = run_command('search', [args.crawl_dir, DEMO_QUERY, '--top', '3', *conf,
+                                      *beam_args])
     return code
 
 

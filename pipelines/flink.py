@@ -1,7 +1,9 @@
 """A local Flink 1.19 cluster to run beamcrawl on (./run_local.sh --flink ...).
 
 beamcrawl flink start    build once, then start Flink, the Beam job server and a worker pool;
-                         the last line printed is the Beam options to add to any command
+                         the last line printed is the Beam options to add to any command;
+                         --taskmanagers N: N TaskManagers; --isolate: each with a private /tmp
+                         and working directory (runners/localflink.py)
 beamcrawl flink stop     stop every process `start` started
 beamcrawl flink status   what runs
 beamcrawl flink demo     start, crawl the demo web 2 rounds on the cluster and on the local
@@ -30,6 +32,12 @@ def add_arguments(parser):
     parser.add_argument('--bind', metavar='ADDRESS',
                         help='the address every process of the cluster listens on (default '
                              'localhost: loopback only; or the config key runner.flink.bind)')
+    parser.add_argument('--taskmanagers', type=int, default=1, metavar='N',
+                        help='start: N TaskManagers (default 1), each starting its own SDK '
+                             'workers')
+    parser.add_argument('--isolate', action='store_true',
+                        help='start: run each TaskManager and its workers with a private /tmp '
+                             'and working directory (unshare --mount), as on separate hosts')
     from beamcrawl.transforms.runners.localflink import PORTS
     for name, (default, what) in PORTS.items():
         parser.add_argument(f'--{name}-port', type=int, metavar='PORT',
@@ -46,7 +54,8 @@ def run(args, cfg, now, beam_args):
                   'pool': cfg['runner.flink.port.pool']}
     ports = {name: getattr(args, f'{name}_port') or port for name, port in configured.items()}
     flink = LocalFlink(args.home or default_home('flink'), ports=ports,
-                       bind=args.bind or cfg['runner.flink.bind'])
+                       bind=args.bind or cfg['runner.flink.bind'],
+                       taskmanagers=args.taskmanagers, isolate=args.isolate)
     if args.action == 'start':
         flink.start()
         print(' '.join(flink.options()))

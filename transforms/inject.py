@@ -13,7 +13,6 @@ from typing import Dict, List, Optional, Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.io.localfilesystem import LocalFileSystem
 
 from beamcrawl.transforms.base import metrics
 from beamcrawl.transforms.base.errors import InputError
@@ -27,7 +26,7 @@ from beamcrawl.transforms.policy.inject import (InjectRules, SeedError, injected
                                                 merge_injected, parse_seed_line, pick_last)
 from beamcrawl.transforms.policy.urls import UrlPolicy
 from beamcrawl.transforms.runners.runtime import workers_of
-from beamcrawl.transforms.storage import container
+from beamcrawl.transforms.storage import container, fs
 from beamcrawl.transforms.storage.databases import DbLayout, DbUpdate
 from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, complete_datum
 
@@ -46,12 +45,17 @@ def seed_files(path: str) -> List[str]:
 
     Raises InputError (one line naming the path) when there is nothing readable.
     """
-    if not FileSystems.exists(path):
+    if not fs.exists(path):
         raise InputError(f'{path}: seeds file or directory not found')
-    if isinstance(FileSystems.get_filesystem(path), LocalFileSystem) and os.path.isdir(path):
-        files = sorted(os.path.join(path, n) for n in os.listdir(path)
-                       if not n.startswith(('.', '_'))
-                       and os.path.isfile(os.path.join(path, n)))
+    if fs.is_local(path):
+        directory = os.path.isdir(path)
+        inside = [p for p in fs.children(path) if os.path.isfile(p)] if directory else []
+    else:                       # a file on HDFS or S3 has no children, a directory does
+        kids = fs.children(path)
+        directory = bool(kids)
+        inside = [p for p in kids if not fs.children(p)]
+    if directory:
+        files = [p for p in inside if not fs.basename(p).startswith(('.', '_'))]
         if not files:
             raise InputError(f'{path}: no seed files in this directory')
     else:

@@ -31,7 +31,8 @@ from apache_beam.io.filesystems import FileSystems
 
 from beamcrawl.transforms.base import metrics
 from beamcrawl.transforms.engine.reducers import Mapper, Reducer
-from beamcrawl.transforms.engine.units import Unit
+from beamcrawl.transforms.engine.units import Unit, spread
+from beamcrawl.transforms.runners.runtime import workers_of
 from beamcrawl.transforms.storage import fs
 from beamcrawl.transforms.storage.databases import PARTITIONS_NOTE, DbUpdate
 from beamcrawl.transforms.storage.fs import part_file
@@ -133,8 +134,9 @@ class MapReduce(beam.PTransform):
 
     def expand(self, pbegin: beam.pvalue.PBegin) -> beam.PCollection[str]:
         self.out.write_note(PARTITIONS_NOTE, str(self.partitions))
+        units = spread(self.units, workers_of(pbegin.pipeline))
         spills = (pbegin
-                  | 'Units' >> beam.Create(self.units).with_output_types(typing.Any)
+                  | 'Units' >> beam.Create(units).with_output_types(typing.Any)
                   | 'Map' >> beam.ParDo(_MapUnitFn(self.mapper, self.partitions,
                                                    self.out.scratch)))
         every = pbegin | 'EveryPartition' >> beam.Create(

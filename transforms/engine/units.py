@@ -11,9 +11,9 @@ import fastavro
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from beamcrawl.transforms.storage import container
+from beamcrawl.transforms.storage import container, fs
 
-__all__ = ['Unit', 'avro_units', 'text_units', 'read_unit_lines', 'RECORDS_PER_UNIT',
+__all__ = ['Unit', 'avro_units', 'text_units', 'spread', 'read_unit_lines', 'RECORDS_PER_UNIT',
            'BYTES_PER_TEXT_UNIT']
 
 # Work-unit sizes: small enough to share the work evenly between processes, large enough that
@@ -71,6 +71,26 @@ def avro_units(inputs: Sequence[Tuple[str, str]], *, schema: dict, per_unit: int
     return units
 
 
+def spread(units: Sequence[Unit], workers: int) -> List[Unit]:
+    """`units`, the largest split in two (by their Avro blocks) until there are at least as many
+    as `workers` or none can be split: a stage of few large units would leave workers idle.
+    Units are numbered again (their numbers name their spill files)."""
+    out = list(units)
+    while len(out) < workers:
+        splittable = [u for u in out if u.blocks and len(u.blocks) > 1]
+        if not splittable:
+            break
+        unit = max(splittable, key=lambda u: (u.records, -u.index))
+        half = len(unit.blocks) // 2
+        first = round(unit.records * half / len(unit.blocks))
+        at = out.index(unit)
+        out[at:at + 1] = [unit._replace(records=first, blocks=unit.blocks[:half]),
+                          unit._replace(records=unit.records - first, blocks=unit.blocks[half:])]
+    base = min((u.index for u in units), default=0)
+    return [u._replace(index=base + i) for i, u in enumerate(out)] if len(out) > len(units) \
+        else out
+
+
 def text_units(inputs: Sequence[Tuple[str, str]], *, per_unit: int,
                first_index: int = 0) -> List[Unit]:
     """Units of about `per_unit` bytes over (tag, path) text files, cut at line starts; each
@@ -78,8 +98,8 @@ def text_units(inputs: Sequence[Tuple[str, str]], *, per_unit: int,
     units: List[Unit] = []
     index = first_index
     for tag, path in inputs:
-        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-            data = f.read()
+        with fs.open_read(path) as f:
+            data = fs.read_all(f)
         start, line = 0, 1
         while start < len(data):
             end = data.find(b'\n', min(start + per_unit, len(data)) - 1)

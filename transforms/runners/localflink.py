@@ -6,14 +6,21 @@ the home the last `start` used, recorded per user, so that `status` and `stop` f
 cluster from any directory; else `.flink/` beside the source tree):
 
   job-server/, flink-1.19.3/, downloads/   what runners/flinkbuild.py builds, once
-  run/             pid files and logs of the processes `start` started; run/tmp/ is Flink's
+  run/             pid files and logs of the processes `start` started, sdk-worker (the
+                   executable that starts an SDK worker: runners/sdkboot.py); run/tmp/ is Flink's
                    io.tmp.dirs (the TaskManager keeps each job's jars there, about 150 MB a
                    job, until a few seconds after the job: BLOB_CLEANUP_S), removed by
                    `stop`, so that no run leaves files in /tmp
 
 `start` runs a JobManager and a TaskManager (2 slots), the job server and a Beam worker pool
 from this Python's environment, waits until all answer, and returns the Beam options that
-submit a pipeline to them. All of them listen on one address, loopback (localhost) unless
+submit a pipeline to them. With `--taskmanagers N` (N > 1) it runs N TaskManagers of
+2 / N slots (at least 1) each, and no worker pool: each TaskManager starts its own SDK workers
+(Beam's PROCESS environment). With `--isolate` each TaskManager, and so each of its workers,
+runs in a mount namespace of its own (`unshare --mount`) with a private, empty /tmp and its
+own working directory: like the hosts of a real cluster, the workers share nothing with the
+driver or with each other but the crawl directory. Every worker is started by
+runners/sdkboot.py, which gives it the pipeline's options (its filesystems: HDFS, S3). All of them listen on one address, loopback (localhost) unless
 chosen otherwise: whoever reaches the job server or the worker pool can run code. The ports it
 binds (PORTS) can be chosen too; it records address and ports in run/cluster.json, where
 `status`, `stop` and a later `start` find them while the cluster runs. `stop` stops exactly
@@ -34,6 +41,7 @@ import urllib.request
 from typing import Dict, List, Optional, Tuple
 
 from beamcrawl.transforms.base.errors import UserError
+from beamcrawl.transforms.runners import sdkboot
 from beamcrawl.transforms.runners.flinkbuild import TASK_SLOTS, FlinkBuild
 from beamcrawl.transforms.runners.services import (connect_host, default_home, host_port,
                                                    is_loopback, port_open, port_taken,
@@ -56,6 +64,8 @@ DEFAULT_PORTS = {name: port for name, (port, _) in PORTS.items()}
 # The ports each process binds (checked free before it starts).
 _PROCESS_PORTS = {'jobmanager': ('rest', 'rpc'), 'taskmanager': (),
                   'job server': ('job', 'artifact'), 'worker pool': ('pool',)}
+# A private /tmp of an isolated TaskManager: a tmpfs of this size.
+_PRIVATE_TMP_SIZE = '2g'
 # Every Beam stage is a Flink job that ships the job server's jar (about 150 MB) to the
 # TaskManager, which keeps it in run/tmp/tm_*/blobStorage/job_<id>/ until its blob cache's
 # cleanup task finds the job unused for one cleanup interval. Flink's default interval, an
@@ -73,10 +83,11 @@ class LocalFlink:
     """The cache folder and the processes of one local cluster."""
 
     def __init__(self, home: Optional[str] = None, python: str = sys.executable,
-                 ports: Optional[Dict[str, int]] = None, bind: Optional[str] = None):
-        """`ports` (by PORTS name; the others default) and `bind` (the address every process
-        listens on) are what a `start` of a stopped cluster uses. While a cluster runs, its
-        recorded ones are used instead."""
+                 ports: Optional[Dict[str, int]] = None, bind: Optional[str] = None,
+                 taskmanagers: int = 1, isolate: bool = False):
+        """`ports` (by PORTS name; the others default), `bind` (the address every process
+        listens on), `taskmanagers` and `isolate` (see the module) are what a `start` of a
+        stopped cluster uses. While a cluster runs, its recorded ones are used instead."""
         self.home = os.path.abspath(home or default_home('flink'))
         self.python = python
         self.build = FlinkBuild(self.home, python)
@@ -84,20 +95,41 @@ class LocalFlink:
         self.run_dir = os.path.join(self.home, 'run')
         self.tmp_dir = os.path.join(self.run_dir, 'tmp')
         self.record = os.path.join(self.run_dir, 'cluster.json')
-        self.wanted = ({**DEFAULT_PORTS, **(ports or {})}, bind or DEFAULT_BIND)
-        self.ports, self.bind = self._recorded() or self.wanted
+        self.boot = os.path.join(self.run_dir, 'sdk-worker')
+        if taskmanagers < 1:
+            raise UserError(f'--taskmanagers {taskmanagers}: expected at least 1')
+        self.wanted = ({**DEFAULT_PORTS, **(ports or {})}, bind or DEFAULT_BIND,
+                       taskmanagers, isolate)
+        self.taskmanagers, self.isolate = taskmanagers, isolate
+        recorded = self._recorded()
+        if recorded:
+            self.ports, self.bind, self.taskmanagers, self.isolate = recorded
+        else:
+            self.ports, self.bind = self.wanted[:2]
 
-    def _recorded(self) -> Optional[Tuple[Dict[str, int], str]]:
-        """The ports and address recorded by the `start` of a cluster of which something still
-        runs."""
+    def _recorded(self) -> Optional[Tuple[Dict[str, int], str, int, bool]]:
+        """The ports, address, TaskManagers and isolation recorded by the `start` of a cluster
+        of which something still runs."""
         if not any(pid_alive(p) for pids in self.pids().values() for p in pids):
             return None
         try:
             with open(self.record, encoding='utf-8') as f:
                 recorded = json.load(f)
-            return {name: int(recorded['ports'][name]) for name in PORTS}, recorded['bind']
+            return ({name: int(recorded['ports'][name]) for name in PORTS}, recorded['bind'],
+                    int(recorded.get('taskmanagers', 1)), bool(recorded.get('isolate')))
         except (OSError, ValueError, KeyError, TypeError):
             return None
+
+    @property
+    def own_workers(self) -> bool:
+        """Whether each TaskManager starts its own SDK workers (PROCESS environment) instead
+        of asking the worker pool (EXTERNAL)."""
+        return self.taskmanagers > 1 or self.isolate
+
+    @property
+    def slots(self) -> int:
+        """Task slots per TaskManager."""
+        return max(1, TASK_SLOTS // self.taskmanagers)
 
     def _address(self, port_name: str) -> str:
         """host:port where clients on this machine reach one of the cluster's ports."""
@@ -107,9 +139,14 @@ class LocalFlink:
     def options(self) -> List[str]:
         """The Beam options that run a pipeline on this cluster. --flink_master names Flink's
         REST address, where beamcrawl cancels jobs (runner.flink.rest otherwise)."""
+        if self.own_workers:
+            environment = ['--environment_type', 'PROCESS', '--environment_config',
+                           json.dumps({'command': self.boot}, separators=(',', ':'))]
+        else:
+            environment = ['--environment_type', 'EXTERNAL', '--environment_config',
+                           self._address('pool')]
         return ['--runner', 'PortableRunner', '--job_endpoint', self._address('job'),
-                '--environment_type', 'EXTERNAL', '--environment_config',
-                self._address('pool'), '--flink_master', self.rest()]
+                *environment, '--flink_master', self.rest()]
 
     def rest(self) -> str:
         """Flink's REST address (host:port)."""
@@ -131,8 +168,20 @@ class LocalFlink:
     # -- processes ----------------------------------------------------------------------------
     # Flink's scripts name their pid files flink-<user>-<daemon>.pid in FLINK_PID_DIR.
     _PID_PATTERNS = {'jobmanager': 'flink-*-standalonesession.pid',
-                     'taskmanager': 'flink-*-taskexecutor.pid',
+                     'taskmanager': 'taskmanager-*.pid',
                      'job server': 'jobserver.pid', 'worker pool': 'workerpool.pid'}
+
+    def _names(self) -> List[str]:
+        """The processes of this cluster."""
+        return [n for n in self._PID_PATTERNS if n != 'worker pool' or not self.own_workers]
+
+    def _taskmanager_pid(self, number: int) -> Optional[int]:
+        try:
+            with open(os.path.join(self.run_dir, f'taskmanager-{number}.pid'),
+                      encoding='ascii') as f:
+                return int(f.read().strip())
+        except (OSError, ValueError):
+            return None
 
     def _pid_paths(self, name: str) -> List[str]:
         return glob.glob(os.path.join(self.run_dir, self._PID_PATTERNS[name]))
@@ -154,7 +203,11 @@ class LocalFlink:
         """name → 'running (pid N)[ on PORTS]' or 'stopped'."""
         out = {}
         for name, pids in self.pids().items():
+            if name not in self._names():
+                continue
             alive = [p for p in pids if pid_alive(p)]
+            if name == 'taskmanager' and len(alive) < self.taskmanagers:
+                alive = []              # not all of them
             ports = ', '.join(f'{PORTS[p][1]} on {host_port(self.bind, self.ports[p])}'
                               for p in _PROCESS_PORTS[name])
             out[name] = (f'running (pid {", ".join(map(str, alive))})' +
@@ -171,33 +224,38 @@ class LocalFlink:
         status = self.status()
         missing = [name for name, state in status.items() if not state.startswith('running')]
         if len(missing) == len(status):
-            self.ports, self.bind = self._checked(*self.wanted)
+            self.ports, self.bind = self._checked(*self.wanted[:2])
+            self.taskmanagers, self.isolate = self.wanted[2:]
+            missing = self._names()
         else:
-            self.ports, self.bind = self._recorded() or (self.ports, self.bind)
-            if (self.ports, self.bind) != self.wanted:
-                log.info('flink: the cluster in %s runs with its recorded ports and address; '
-                         '`beamcrawl flink stop` first to change them', self.home)
+            recorded = self._recorded()
+            if recorded:
+                self.ports, self.bind, self.taskmanagers, self.isolate = recorded
+            if (self.ports, self.bind, self.taskmanagers, self.isolate) != self.wanted:
+                log.info('flink: the cluster in %s runs with its recorded ports, address and '
+                         'TaskManagers; `beamcrawl flink stop` first to change them', self.home)
         for name in missing:            # fail before starting anything
             for port_name in _PROCESS_PORTS[name]:
                 _check_free(port_name, self.ports[port_name], self.bind)
+        prefix = _isolation_prefix() if self.isolate and 'taskmanager' in missing else []
         with open(self.record, 'w', encoding='utf-8') as f:
-            json.dump({'ports': self.ports, 'bind': self.bind}, f)
+            json.dump({'ports': self.ports, 'bind': self.bind, 'taskmanagers': self.taskmanagers,
+                       'isolate': self.isolate}, f)
         remember_home('flink', self.home)
+        sdkboot.boot_script(self.boot, self.python)
         env = self._env()
-        if 'jobmanager' in missing or 'taskmanager' in missing:
-            log.info('flink: starting a JobManager and a TaskManager (%d slots)', TASK_SLOTS)
-            os.makedirs(self.tmp_dir, exist_ok=True)
-            for script, name in (('jobmanager.sh', 'jobmanager'),
-                                 ('taskmanager.sh', 'taskmanager')):
-                if name not in missing:
-                    continue
-                code = subprocess.call([os.path.join(self.flink_home, 'bin', script), 'start',
-                                        *self._flink_properties()],
-                                       env=env, stdout=subprocess.DEVNULL,
-                                       stderr=subprocess.DEVNULL, start_new_session=True)
-                if code != 0:
-                    raise UserError(f'starting the Flink {name} failed; see '
-                                    f'{os.path.join(self.flink_home, "log")}')
+        os.makedirs(self.tmp_dir, exist_ok=True)
+        if 'jobmanager' in missing:
+            log.info('flink: starting a JobManager')
+            code = subprocess.call([os.path.join(self.flink_home, 'bin', 'jobmanager.sh'),
+                                    'start', *self._flink_properties()],
+                                   env=env, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL, start_new_session=True)
+            if code != 0:
+                raise UserError(f'starting the Flink jobmanager failed; see '
+                                f'{os.path.join(self.flink_home, "log")}')
+        if 'taskmanager' in missing:
+            self._start_taskmanagers(env, prefix)
         if 'job server' in missing:
             log.info('flink: starting the Beam job server on port %d', self.ports['job'])
             self._spawn('job server', 'jobserver', [
@@ -210,9 +268,31 @@ class LocalFlink:
                      self.python)
             self._spawn('worker pool', 'workerpool', [
                 self.python, '-m', 'beamcrawl.transforms.runners.workerpool',
-                str(self.ports['pool']), self.bind], env)
+                str(self.ports['pool']), self.bind, self.boot], env)
         self._wait_ready()
         log.info('flink: listening on %s', self.listening())
+
+    def _start_taskmanagers(self, env: Dict[str, str], prefix: List[str]) -> None:
+        """Starts each TaskManager that does not run, in the foreground of a process of its own
+        (its pid recorded as taskmanager-K.pid), isolated behind `prefix` (_isolation_prefix)."""
+        log.info('flink: starting %d TaskManager%s (%d slot%s each)%s', self.taskmanagers,
+                 's' if self.taskmanagers > 1 else '', self.slots,
+                 's' if self.slots > 1 else '',
+                 ', each with a private /tmp and working directory' if self.isolate else '')
+        for number in range(1, self.taskmanagers + 1):
+            pid = self._taskmanager_pid(number)
+            if pid is not None and pid_alive(pid):
+                continue
+            work = os.path.join(self.run_dir, f'taskmanager-{number}')
+            shutil.rmtree(work, ignore_errors=True)
+            os.makedirs(os.path.join(work, 'tmp'))
+            command = [os.path.join(self.flink_home, 'bin', 'taskmanager.sh'),
+                       'start-foreground', *self._flink_properties(),
+                       '-D', f'taskmanager.numberOfTaskSlots={self.slots}',
+                       '-D', f'io.tmp.dirs={os.path.join(work, "tmp")}']
+            self._spawn('taskmanager', f'taskmanager-{number}', prefix + [work] + command
+                        if prefix else command, env, pid_file=f'taskmanager-{number}.pid',
+                        cwd=work)
 
     @staticmethod
     def _checked(ports: Dict[str, int], bind: str) -> Tuple[Dict[str, int], str]:
@@ -246,12 +326,13 @@ class LocalFlink:
         env['PATH'] = os.path.dirname(self.python) + os.pathsep + env.get('PATH', '')
         return env
 
-    def _spawn(self, name: str, stem: str, argv: List[str], env: Dict[str, str]) -> None:
+    def _spawn(self, name: str, stem: str, argv: List[str], env: Dict[str, str],
+               pid_file: Optional[str] = None, cwd: Optional[str] = None) -> None:
         with open(os.path.join(self.run_dir, f'{stem}.log'), 'ab') as out:
             proc = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT,
                                     stdin=subprocess.DEVNULL, start_new_session=True,
-                                    cwd=self.run_dir)
-        with open(os.path.join(self.run_dir, self._PID_PATTERNS[name]), 'w',
+                                    cwd=cwd or self.run_dir)
+        with open(os.path.join(self.run_dir, pid_file or self._PID_PATTERNS[name]), 'w',
                   encoding='ascii') as f:
             f.write(f'{proc.pid}\n')
 
@@ -259,14 +340,16 @@ class LocalFlink:
         deadline = time.time() + _READY_TIMEOUT_S
         here = connect_host(self.bind)
         checks = {'Flink REST API': self._flink_ready,
-                  'job server': lambda: port_open(here, self.ports['job']),
-                  'worker pool': lambda: port_open(here, self.ports['pool'])}
+                  'job server': lambda: port_open(here, self.ports['job'])}
+        if not self.own_workers:
+            checks['worker pool'] = lambda: port_open(here, self.ports['pool'])
         for what, ready in checks.items():
             while not ready():
                 dead = [n for n, s in self.status().items() if s == 'stopped']
                 if dead:
                     raise UserError(f'the {dead[0]} stopped while starting; see the logs in '
                                     f'{self.run_dir} and {self.flink_home}/log')
+                # (a TaskManager that stops shows as 'stopped' too: all N must run)
                 if time.time() > deadline:
                     raise UserError(f'the {what} did not become ready within '
                                     f'{_READY_TIMEOUT_S:.0f} s; see the logs in {self.run_dir}')
@@ -278,7 +361,8 @@ class LocalFlink:
                 overview = json.load(resp)
         except (OSError, ValueError, urllib.error.URLError):
             return False
-        return overview.get('taskmanagers', 0) >= 1 and overview.get('slots-total', 0) >= 1
+        return (overview.get('taskmanagers', 0) >= self.taskmanagers
+                and overview.get('slots-total', 0) >= self.taskmanagers * self.slots)
 
     def stop(self) -> List[str]:
         """Stops every recorded process (and its children); returns what was stopped."""
@@ -291,9 +375,35 @@ class LocalFlink:
             for path in self._pid_paths(name):
                 os.remove(path)
         shutil.rmtree(self.tmp_dir, ignore_errors=True)
+        # flink-console.sh notes each TaskManager's pid (the same as taskmanager-K.pid) there
+        for path in glob.glob(os.path.join(self.run_dir, 'flink-*-taskexecutor.pid')):
+            os.remove(path)
+        for work in glob.glob(os.path.join(self.run_dir, 'taskmanager-*')):
+            if os.path.isdir(work):
+                shutil.rmtree(work, ignore_errors=True)
         if os.path.exists(self.record):
             os.remove(self.record)
         return stopped
+
+
+def _isolation_prefix() -> List[str]:
+    """The command prefix that runs a command (after a working directory argument) in a mount
+    namespace of its own with a private, empty /tmp (a tmpfs) and that working directory:
+    `unshare --mount` as root, else in a user namespace (`--user --map-root-user`). UserError
+    when this system allows neither."""
+    script = (f'mount -t tmpfs -o size={_PRIVATE_TMP_SIZE} tmpfs /tmp && cd "$1" && shift && '
+              f'exec "$@"')
+    unshare = shutil.which('unshare')
+    if unshare is None:
+        raise UserError('--isolate needs unshare (util-linux): not found')
+    for flags in (['--mount', '--propagation', 'private'],
+                  ['--user', '--map-root-user', '--mount', '--propagation', 'private']):
+        prefix = [unshare, *flags, 'sh', '-c', script, 'isolated']
+        probe = subprocess.run(prefix + ['/', 'true'], capture_output=True, text=True)
+        if probe.returncode == 0:
+            return prefix
+    raise UserError(f'--isolate: this system lets this user make no mount namespace '
+                    f'(unshare: {probe.stderr.strip() or probe.returncode})')
 
 
 def _check_free(name: str, port: int, bind: str) -> None:

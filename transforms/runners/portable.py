@@ -201,6 +201,16 @@ def flink_rest(beam_args, default: str) -> Optional[str]:
     return default
 
 
+def flink_slots(rest: str) -> int:
+    """The task slots of the Flink cluster whose REST API is at `rest` (0 when it does not
+    answer)."""
+    try:
+        with urllib.request.urlopen(f'http://{rest}/overview', timeout=5) as response:
+            return int(json.load(response).get('slots-total', 0))
+    except (OSError, ValueError, TypeError):
+        return 0
+
+
 def check_job_endpoint(options: po.PipelineOptions) -> None:
     """With a portable runner, checks once per process that a gRPC server answers at
     --job_endpoint; raises UserError naming the endpoint otherwise."""

@@ -122,6 +122,14 @@ def split_beam_args(argv: Sequence[str], ours: argparse.ArgumentParser
     return mine, beam_args
 
 
+def use_filesystem_options(beam_args: Sequence[str]) -> None:
+    """Gives Beam's FileSystems the filesystem options of the command line (--hdfs_host ...,
+    --s3_endpoint_url ...), so that the driver reads and writes a crawl directory on HDFS or S3
+    as the workers do (they get them with the pipeline's options)."""
+    from apache_beam.io.filesystems import FileSystems
+    FileSystems.set_options(po.PipelineOptions(list(beam_args)))
+
+
 def _explicit(beam_args: Sequence[str], *names: str) -> bool:
     return any(a.split('=', 1)[0] in names for a in beam_args)
 
@@ -142,11 +150,12 @@ def local_workers(beam_args: Sequence[str], cfg, records: int) -> int:
 
 def workers_of(pipeline: beam.Pipeline) -> int:
     """How many processes run a pipeline made by make_pipeline: on the local runner, the
-    local_workers it chose (or Beam's --direct_num_workers, 0 meaning one per core); 1 on any
-    other runner. Stages size their partitions with it."""
+    local_workers it chose (or Beam's --direct_num_workers, 0 meaning one per core); on Flink,
+    its parallelism (--parallelism, else the cluster's task slots: cluster_parallelism). Stages
+    size their partitions and work units with it (docs/scaling.md)."""
     options = pipeline.options
     if options.view_as(po.StandardOptions).runner is not None:
-        return 1
+        return max(1, options.view_as(po.FlinkRunnerOptions).parallelism or 1)
     return options.view_as(po.DirectOptions).direct_num_workers or os.cpu_count() or 1
 
 
@@ -206,9 +215,26 @@ def make_pipeline(beam_args: Sequence[str], cfg, records: int = 0) -> beam.Pipel
                              options=options)
     options = portable.prepare_options(options)
     portable.check_job_endpoint(options)        # before anything waits on a job or workers
-    portable.probe_workers(options, cfg['runner.probe.timeout'],
-                           portable.flink_rest(beam_args, cfg['runner.flink.rest']))
+    rest = portable.flink_rest(beam_args, cfg['runner.flink.rest'])
+    portable.probe_workers(options, cfg['runner.probe.timeout'], rest)
+    cluster_parallelism(options, rest)
     return beam.Pipeline(options=options)
+
+
+def cluster_parallelism(options: po.PipelineOptions, rest: Optional[str]) -> int:
+    """A Flink pipeline's parallelism: --parallelism when given, else every task slot of the
+    cluster (its REST API's slots-total), set into `options`; 1 (Flink's default) when neither
+    is known."""
+    flink = options.view_as(po.FlinkRunnerOptions)
+    if flink.parallelism and flink.parallelism > 0:
+        return flink.parallelism
+    slots = portable.flink_slots(rest) if rest else 0
+    if slots > 0:
+        flink.parallelism = slots
+        log.info('flink: parallelism %d (the cluster\'s task slots; --parallelism N to choose)',
+                 slots)
+        return slots
+    return 1
 
 
 def counters_of(result) -> Dict[str, int]:

@@ -1,9 +1,11 @@
 """A Beam worker pool for EXTERNAL environments, listening on loopback only by default.
 
-`python -m beamcrawl.transforms.runners.workerpool PORT [HOST]` is Beam's worker_pool_main with one
-change: Beam's binds every interface ([::]), and anyone who can reach a worker pool can make it
-run code. This one listens on HOST (default localhost). Each worker is started as `python` from
-PATH (put this environment's bin/ first).
+`python -m beamcrawl.transforms.runners.workerpool PORT [HOST [BOOT]]` is Beam's worker_pool_main
+with two changes. Beam's binds every interface ([::]), and anyone who can reach a worker pool can
+make it run code: this one listens on HOST (default localhost). Beam's starts each worker
+without the pipeline's options (a worker's FileSystems then reach no HDFS or S3): this one
+starts each by the executable BOOT (runners/sdkboot.py boot_script), which asks the runner for
+them; without BOOT, as `python` from PATH (put this environment's bin/ first).
 """
 
 import signal
@@ -16,14 +18,14 @@ from apache_beam.runners.worker.worker_pool_main import BeamFnExternalWorkerPool
 from apache_beam.utils import thread_pool_executor
 
 
-def serve(port: int, host: str = 'localhost') -> None:
+def serve(port: int, host: str = 'localhost', boot: str = '') -> None:
     server = grpc.server(thread_pool_executor.shared_unbounded_instance(),
                          options=[('grpc.http2.max_pings_without_data', 0),
                                   ('grpc.http2.max_ping_strikes', 0)])
     address = f'[{host}]:{port}' if ':' in host else f'{host}:{port}'
     if server.add_insecure_port(address) != port:
         sys.exit(f'worker pool: cannot listen on {address}')
-    pool = BeamFnExternalWorkerPoolServicer(use_process=True)
+    pool = BeamFnExternalWorkerPoolServicer(use_process=True, container_executable=boot or None)
     beam_fn_api_pb2_grpc.add_BeamFnExternalWorkerPoolServicer_to_server(pool, server)
     server.start()
     print(f'worker pool listening on {address}', flush=True)
@@ -37,7 +39,7 @@ def serve(port: int, host: str = 'localhost') -> None:
 
 
 def main() -> None:
-    serve(int(sys.argv[1]), *sys.argv[2:3])
+    serve(int(sys.argv[1]), *sys.argv[2:4])
 
 
 if __name__ == '__main__':

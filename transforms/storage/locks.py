@@ -12,7 +12,6 @@ import uuid
 from typing import Optional
 
 from apache_beam.io.filesystem import BeamIOError
-from apache_beam.io.filesystems import FileSystems
 
 from beamcrawl.transforms.base.errors import LockedError
 from beamcrawl.transforms.storage.fs import delete, is_local, mkdirs
@@ -130,8 +129,8 @@ class Lock:
     def _locked(self) -> LockedError:
         holder = ''
         try:
-            with FileSystems.open(self.path) as f:
-                holder = f.read(300).decode('utf-8', 'replace').strip()
+            found = store_for(self.path).read(self.path)
+            holder = found[0][:300].decode('utf-8', 'replace').strip() if found else ''
         except (IOError, BeamIOError):
             pass
         holder = ' '.join(p for p in holder.split() if not p.startswith(('token=', 'expires=')))
