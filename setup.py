@@ -34,7 +34,9 @@ setup(
     packages=list(PACKAGES),
     package_dir=PACKAGES,
     package_data={'beamcrawl.conf': ['*.yaml', '*.txt', '*.xml', 'flink-job-server/pom.xml',
-                                      'flink-job-server/src/main/java/org/beamcrawl/flink/*.java']},
+                                      'flink-job-server/src/main/java/org/beamcrawl/flink/*.java',
+                                      'hdfs-minicluster/pom.xml',
+                                      'hdfs-minicluster/src/main/java/org/beamcrawl/hdfs/*.java']},
     install_requires=[
         'apache-beam==2.77.*',
         'fastavro>=1.9',
