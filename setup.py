@@ -38,7 +38,9 @@ setup(
                                       'hdfs-minicluster/pom.xml',
                                       'hdfs-minicluster/src/main/java/org/beamcrawl/hdfs/*.java']},
     install_requires=[
-        'apache-beam==2.77.*',
+        # [hadoop]: the `hdfs` package (a WebHDFS client), without which Beam's
+        # HadoopFileSystem cannot be used: hdfs:// paths (`beamcrawl hdfs start`, README "HDFS")
+        'apache-beam[hadoop]==2.77.*',
         'fastavro>=1.9',
         'requests>=2.31',
         'protego>=0.3',
