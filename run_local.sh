@@ -7,6 +7,9 @@
 #   ./run_local.sh --flink start|stop|status|demo
 #                                       a local Flink 1.19 cluster (cached in .flink/): `start`
 #                                       prints the Beam options to add to any beamcrawl command
+#   ./run_local.sh --hdfs start|stop|status
+#                                       a local HDFS (built and kept in .hdfs/): `start` prints
+#                                       the Beam options that reach it (paths hdfs://PATH)
 #
 # The venv lives in .venv (override with BEAMCRAWL_VENV). Pass extra pytest arguments after --test.
 set -euo pipefail
@@ -47,6 +50,12 @@ if [ "${1:-}" = "--flink" ]; then
   shift
   [ $# -ge 1 ] || { echo "usage: ./run_local.sh --flink start|stop|status|demo" >&2; exit 2; }
   exec "$bc" flink "$@"    # the home: BEAMCRAWL_FLINK_HOME, the last start's, or ./.flink
+fi
+
+if [ "${1:-}" = "--hdfs" ]; then
+  shift
+  [ $# -ge 1 ] || { echo "usage: ./run_local.sh --hdfs start|stop|status" >&2; exit 2; }
+  exec "$bc" hdfs "$@"     # the home: BEAMCRAWL_HDFS_HOME, the last start's, or ./.hdfs
 fi
 
 if [ $# -ge 1 ]; then

@@ -34,6 +34,7 @@ COMMANDS = {
     'schedule-sim': 'beamcrawl.pipelines.schedule_sim',
     'demo': 'beamcrawl.pipelines.demo',
     'flink': 'beamcrawl.pipelines.flink',
+    'hdfs': 'beamcrawl.pipelines.hdfs',
     'dedup': 'beamcrawl.pipelines.dedup',
     'index': 'beamcrawl.pipelines.index',
     'search': 'beamcrawl.pipelines.search',
