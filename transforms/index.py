@@ -35,7 +35,7 @@ class JoinByUrl(beam.PTransform):
     'parse_data': PCollection[(segment, ParseData)], 'parse_text': PCollection[(segment,
     ParseText)]} → PCollection[(url, {name: [values]})]: a CoGroupByKey by URL."""
 
-    def expand(self, inputs: Dict[str, beam.PCollection]) -> beam.PCollection:
+    def expand(self, inputs):
         keyed = {
             'crawldb': inputs['crawldb'] | 'KeyDb' >> beam.Map(lambda r: (r['url'], r)),
             'linkdb': inputs['linkdb'] | 'KeyLinks' >> beam.Map(
@@ -54,29 +54,33 @@ class _BuildFn(metrics.CountingDoFn):
 
 
     def process(self, item):
-        url, groups = item
+        entry = self._entry(*item)
+        if entry is not None:
+            yield entry
+
+    def _entry(self, url, groups):
+        """(shard, (DOC, document) | (DELETE, url)) for a URL, or None."""
         dbs = list(groups['crawldb'])
         if not dbs:
-            return                       # parsed, but not in the crawldb (updatedb not run)
+            return None                  # parsed, but not in the crawldb (updatedb not run)
         db = dbs[0]
         shard = partition(url, self.shards)
         reason = deletion(db)
         if reason:
             self.counts.inc(metrics.INDEX_DELETED + reason)
-            yield shard, (DELETE, url)
-            return
+            return shard, (DELETE, url)
         parses = list(groups['parse_data'])
         if not parses:
-            return                       # not in the segments being indexed
+            return None                  # not in the segments being indexed
         segment, data = max(parses, key=lambda p: p[0])
         text = next((t for s, t in groups['parse_text'] if s == segment), None)
         inlinks = [pair for pairs in groups['linkdb'] for pair in pairs]
         doc = build_document(db, inlinks, data, text, self.rules)
         if doc is None:
             self.counts.inc(metrics.INDEX_SKIPPED)
-            return
+            return None
         self.counts.inc(metrics.INDEX_DOCUMENTS)
-        yield shard, (DOC, doc)
+        return shard, (DOC, doc)
 
 
 class BuildDocuments(beam.PTransform):

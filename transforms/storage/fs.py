@@ -11,11 +11,12 @@ complete; on an object store it is written in place and published by a marker ob
 `_published`, written last (docs/crawl-dir.md, "Stores").
 """
 
+import fnmatch
 import io
 import os
 from typing import List, Optional
 
-from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystem import BeamIOError, CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from beamcrawl.transforms.storage.stores import LocalStore, Store, store_for
@@ -96,8 +97,24 @@ def rename(src: str, dst: str) -> None:
 
 def list_files(pattern: str) -> List[str]:
     """Paths matching a glob pattern (`*` stays within a directory), sorted; empty when nothing
-    matches."""
-    result = FileSystems.match([pattern])[0]
+    matches. A directory component may hold a glob too (`run-*/x.avro`): HDFS lists one level
+    only, so those are expanded here, one directory at a time."""
+    head, _, name = pattern.rpartition('/')
+    if any(c in head for c in '*?['):
+        cut = min(head.find(c) for c in '*?[' if c in head)
+        parent = head[:cut].rpartition('/')[0]
+        glob_part, _, rest = head[len(parent) + 1:].partition('/')
+        found = []
+        for child in children(parent):
+            if fnmatch.fnmatchcase(basename(child), glob_part):
+                found += list_files('/'.join(p for p in (child, rest, name) if p))
+        return sorted(found)
+    try:
+        result = FileSystems.match([pattern])[0]
+    except BeamIOError:
+        if not children(head):
+            return []                   # HDFS: listing an absent directory, a file, fails
+        raise
     return sorted(m.path for m in result.metadata_list)
 
 
