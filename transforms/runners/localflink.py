@@ -140,8 +140,8 @@ class LocalFlink:
         """The Beam options that run a pipeline on this cluster. --flink_master names Flink's
         REST address, where beamcrawl cancels jobs (runner.flink.rest otherwise)."""
         if self.own_workers:
-            environment = ['--environment_type', 'PROCESS', '--environment_config',
-                           json.dumps({'command': self.boot}, separators=(',', ':'))]
+            environment = ['--environment_type', 'PROCESS', '--environment_options',
+                           f'process_command={self.boot}']
         else:
             environment = ['--environment_type', 'EXTERNAL', '--environment_config',
                            self._address('pool')]
@@ -155,7 +155,8 @@ class LocalFlink:
     def listening(self) -> str:
         """What listens where, in one line."""
         ports = ', '.join(f'{what} {host_port(self.bind, self.ports[name])}'
-                          for name, (_, what) in PORTS.items())
+                          for name, (_, what) in PORTS.items()
+                          if name != 'pool' or not self.own_workers)
         return (f'{ports}; Flink\'s other ports at random on {self.bind}' +
                 ('' if is_loopback(self.bind) else
                  ' (not loopback only: whoever reaches the job server or the worker pool can '
