@@ -39,8 +39,9 @@ setup(
                                       'hdfs-minicluster/src/main/java/org/beamcrawl/hdfs/*.java']},
     install_requires=[
         # [hadoop]: the `hdfs` package (a WebHDFS client), without which Beam's
-        # HadoopFileSystem cannot be used: hdfs:// paths (`beamcrawl hdfs start`, README "HDFS")
-        'apache-beam[hadoop]==2.77.*',
+        # HadoopFileSystem cannot be used: hdfs:// paths (`beamcrawl hdfs start`, README "HDFS");
+        # [aws]: boto3, for Beam's S3 filesystem (s3:// crawl directories, beamcrawl s3 start)
+        'apache-beam[hadoop,aws]==2.77.*',
         'fastavro>=1.9',
         'requests>=2.31',
         'protego>=0.3',
