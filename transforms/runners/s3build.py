@@ -1,0 +1,93 @@
+"""Building SeaweedFS's `weed` for beamcrawl's local S3-compatible store, once, in its home
+(runners/locals3.py):
+
+  go/              the Go caches of the build (GOPATH, GOMODCACHE go/pkg/mod, GOCACHE
+                   go/cache): about 5 GB, kept so that a rebuild (another SEAWEEDFS_VERSION) is
+                   quick; `rm -rf .s3/go` frees them and only costs that rebuild its minutes
+  bin/weed-<v>     the binary (about 160 MB, symbols stripped)
+
+Why from source: SeaweedFS (Apache-2.0; MinIO would be AGPL) ships no binary on a registry
+these machines reach, and `go install github.com/seaweedfs/seaweedfs/weed@VERSION` is refused
+(its go.mod has a replace directive). The Go module proxy serves the module's source all the
+same: `go mod download` fetches it into the module cache, and `go build ./weed` run inside that
+copy builds the binary with the module's own go.mod and go.sum (every dependency from the proxy,
+checked against go.sum). About 6 minutes on 2 cores, once.
+"""
+
+import json
+import logging
+import os
+import shutil
+import subprocess
+from typing import Dict
+
+from beamcrawl.transforms.base.errors import UserError
+
+__all__ = ['S3Build', 'SEAWEEDFS_MODULE', 'SEAWEEDFS_VERSION']
+
+log = logging.getLogger('beamcrawl')
+
+SEAWEEDFS_MODULE = 'github.com/seaweedfs/seaweedfs'
+# A pseudo-version: SeaweedFS tags its releases as 3.x without a /v3 module path, so the Go
+# module proxy serves its commits under pseudo-versions only. This one is from November 2026.
+SEAWEEDFS_VERSION = 'v0.0.0-20261109003541-7506e5f91cd6'
+
+
+class S3Build:
+    """The built parts of a local SeaweedFS under `home`: the Go caches, the `weed` binary."""
+
+    def __init__(self, home: str):
+        self.home = home
+        self.go_dir = os.path.join(home, 'go')
+        self.binary = os.path.join(home, 'bin', f'weed-{SEAWEEDFS_VERSION.rsplit("-", 1)[-1]}')
+        self.build_log = os.path.join(home, 'bin', 'build.log')
+
+    def built(self) -> bool:
+        return os.access(self.binary, os.X_OK)
+
+    def prepare(self) -> None:
+        """Builds the binary, once."""
+        if not self.built():
+            self._build()
+
+    def go_env(self) -> Dict[str, str]:
+        """The environment of every go command of the build: caches in the home, the module
+        cache writable (so that `rm -rf` removes it), this machine's Go only (no toolchain
+        download), the Go module proxy the machine is configured with."""
+        env = dict(os.environ)
+        env.update(GOPATH=self.go_dir, GOMODCACHE=os.path.join(self.go_dir, 'pkg', 'mod'),
+                   GOCACHE=os.path.join(self.go_dir, 'cache'), GOTOOLCHAIN='local',
+                   GOFLAGS='-modcacherw -buildvcs=false', CGO_ENABLED='0')
+        return env
+
+    def _build(self) -> None:
+        go = shutil.which('go')
+        if go is None:
+            raise UserError('Go 1.26 or newer is needed once to build SeaweedFS: `go` is not on '
+                            'PATH (Debian: apt-get install golang-go, if its Go is new enough)')
+        os.makedirs(os.path.dirname(self.binary), exist_ok=True)
+        env = self.go_env()
+        log.info('s3: building SeaweedFS %s from the Go module proxy (once; about 6 minutes '
+                 'and 5 GB of Go caches in %s; log in %s)', SEAWEEDFS_VERSION, self.go_dir,
+                 self.build_log)
+        with open(self.build_log, 'w', encoding='utf-8') as out:
+            proc = subprocess.run([go, 'mod', 'download', '-json',
+                                   f'{SEAWEEDFS_MODULE}@{SEAWEEDFS_VERSION}'],
+                                  env=env, cwd=self.home, capture_output=True, text=True)
+            out.write(proc.stdout + proc.stderr)
+            try:
+                source = json.loads(proc.stdout)['Dir']
+            except (ValueError, KeyError):
+                source = None
+            if proc.returncode != 0 or not source or not os.path.isdir(source):
+                raise UserError(f'downloading the SeaweedFS source from the Go module proxy '
+                                f'failed (exit {proc.returncode}); see {self.build_log}')
+            out.flush()
+            partial = self.binary + '.partial'
+            code = subprocess.call([go, 'build', '-trimpath', '-ldflags', '-s -w', '-o', partial,
+                                    './weed'], env=env, cwd=source, stdout=out,
+                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        if code != 0 or not os.path.isfile(partial):
+            raise UserError(f'building SeaweedFS with `go build` failed (exit {code}); see '
+                            f'{self.build_log}')
+        os.replace(partial, self.binary)
