@@ -10,6 +10,9 @@
 #   ./run_local.sh --hdfs start|stop|status
 #                                       a local HDFS (built and kept in .hdfs/): `start` prints
 #                                       the Beam options that reach it (paths hdfs://PATH)
+#   ./run_local.sh --s3 start|stop|status
+#                                       a local S3-compatible store, SeaweedFS (built once into
+#                                       .s3/): `start` prints the Beam options for s3://crawl/
 #
 # The venv lives in .venv (override with BEAMCRAWL_VENV). Pass extra pytest arguments after --test.
 set -euo pipefail
@@ -56,6 +59,12 @@ if [ "${1:-}" = "--hdfs" ]; then
   shift
   [ $# -ge 1 ] || { echo "usage: ./run_local.sh --hdfs start|stop|status" >&2; exit 2; }
   exec "$bc" hdfs "$@"     # the home: BEAMCRAWL_HDFS_HOME, the last start's, or ./.hdfs
+fi
+
+if [ "${1:-}" = "--s3" ]; then
+  shift
+  [ $# -ge 1 ] || { echo "usage: ./run_local.sh --s3 start|stop|status" >&2; exit 2; }
+  exec "$bc" s3 "$@"       # the home: BEAMCRAWL_S3_HOME, the last start's, or ./.s3
 fi
 
 if [ $# -ge 1 ]; then

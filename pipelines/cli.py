@@ -35,6 +35,7 @@ COMMANDS = {
     'demo': 'beamcrawl.pipelines.demo',
     'flink': 'beamcrawl.pipelines.flink',
     'hdfs': 'beamcrawl.pipelines.hdfs',
+    's3': 'beamcrawl.pipelines.s3',
     'dedup': 'beamcrawl.pipelines.dedup',
     'index': 'beamcrawl.pipelines.index',
     'search': 'beamcrawl.pipelines.search',
