@@ -15,6 +15,10 @@ NOISE = (
     # its own multi-process mode is not selected, and each worker that it has no session file.
     'If direct_num_workers is not equal to 1',
     'No semi_persistent_directory found',
+    # Beam's S3 filesystem logs every listing on the root logger, at INFO
+    'Finished listing ',
+    # Beam's HDFS filesystem, for every text file written (readdb --stats's scratch output)
+    'Mime types are not supported',
 )
 
 

@@ -70,7 +70,7 @@ class DbLayout:
         self.pointer = join(path, POINTER)
         self.lock_path = join(path, LOCK_NAME)
         self.pending = join(path, '.pending-install.json')    # see _install_together
-        self._pointed: Optional[Tuple[dict, Optional[str]]] = None
+        self._locked_version: Optional[str] = None    # CURRENT's, read under the lock
 
     @property
     def renames(self) -> bool:
@@ -109,33 +109,31 @@ class DbLayout:
 
     # -- the object store's pointer -----------------------------------------------------------
 
-    def _pointer(self, fresh: bool = False) -> Tuple[dict, Optional[str]]:
+    def _pointer(self) -> Tuple[dict, Optional[str]]:
         """(what CURRENT says, its version for a conditional replace); ({}, None) without one.
-        Read once per process unless `fresh`: a reader sees one version throughout."""
-        if self._pointed is None or fresh:
-            found = store(self.pointer).read(self.pointer)
-            if found is None:
-                self._pointed = ({}, None)
-            else:
-                try:
-                    self._pointed = (json.loads(found[0].decode('utf-8')), found[1])
-                except ValueError as e:
-                    raise InputError(f'{self.pointer}: not a version pointer ({e})') from None
-        return self._pointed
+        Read each time: another command may have installed a version since."""
+        found = store(self.pointer).read(self.pointer)
+        if found is None:
+            return {}, None
+        try:
+            return json.loads(found[0].decode('utf-8')), found[1]
+        except ValueError as e:
+            raise InputError(f'{self.pointer}: not a version pointer ({e})') from None
 
     def _set_pointer(self, content: dict) -> None:
-        """Replaces CURRENT, only if it is still what this run read under the lock (else a run
-        that took the lock over from this one changed it: nothing is installed)."""
-        _, version = self._pointer()
+        """Replaces CURRENT, only if it is still what this run read when it took the lock
+        (recover); else a run that took the lock over from this one changed it, and nothing is
+        installed."""
         data = json.dumps(content, sort_keys=True).encode('utf-8')
         target = store(self.pointer)
+        version = self._locked_version
         done = (target.create_exclusive(self.pointer, data) if version is None
                 else target.replace_if(self.pointer, data, version))
         if not done:
             raise LockedError(f'{self.pointer}: changed by another run while this one held the '
                               f'lock (its lease ran out?); this run\'s {self.kind} version is not '
                               f'installed')
-        self._pointer(fresh=True)
+        self._locked_version = self._pointer()[1]
 
     def version_dirs(self) -> List[str]:
         """The installed versions: current (or old) and the backup."""
@@ -208,7 +206,8 @@ class DbLayout:
 
     def recover(self) -> None:
         """Under the lock: finish an install that was cut off and remove abandoned versions."""
-        self._pointer(fresh=True)
+        if not self.renames:
+            self._locked_version = self._pointer()[1]
         pending = read_file(self.pending)
         if pending is not None:
             log.warning('%s: completing the install that a killed run began', self.path)

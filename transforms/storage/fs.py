@@ -32,6 +32,7 @@ PUBLISHED = '_published'  # on an object store: the marker of a published direct
 PART_GLOB = 'part-*.avro'
 WARC_GLOB = 'part-*.warc.gz'
 _READ_CHUNK = 8 << 20     # read() without a size reads 8 KiB at a time on HDFS: one request each
+_SMALL_OBJECT = 8 << 20   # an object store's file up to this size is put in one request
 
 
 def part_file(directory: str, index: int) -> str:
@@ -153,9 +154,53 @@ def open_read(path: str):
 def create(path: str):
     """A file created for writing bytes as they are (replacing one of the same name); it
     appears whole when closed on HDFS and S3, as it is written on a local disk."""
-    if not is_local(path) and renames(path) and exists(path):
-        delete(path)                    # HDFS refuses to create over a file
-    return FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED)
+    if is_local(path) or renames(path):
+        if not is_local(path) and exists(path):
+            delete(path)                # HDFS refuses to create over a file
+        return FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED)
+    return _ObjectWriter(path)
+
+
+class _ObjectWriter(io.RawIOBase):
+    """A file written to an object store: a small one (up to _SMALL_OBJECT bytes) is put in one
+    request when closed, a larger one is streamed as a multipart upload (Beam's S3 writer).
+    An empty multipart upload is refused by some stores (SeaweedFS: NoSuchUpload)."""
+
+    def __init__(self, path: str):
+        super().__init__()
+        self.path = path
+        self._buffer = io.BytesIO()
+        self._stream = None
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        if self._stream is not None:
+            return self._stream.write(data)
+        self._buffer.write(data)
+        if self._buffer.tell() > _SMALL_OBJECT:
+            self._stream = FileSystems.create(self.path,
+                                              compression_type=CompressionTypes.UNCOMPRESSED)
+            self._stream.write(self._buffer.getvalue())
+            self._buffer = io.BytesIO()
+        return len(data)
+
+    def flush(self) -> None:
+        if self._stream is not None:
+            self._stream.flush()
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        try:
+            if self._stream is not None:
+                stream, self._stream = self._stream, None
+                stream.close()
+            else:
+                store_for(self.path).replace(self.path, self._buffer.getvalue())
+        finally:
+            super().close()
 
 
 def read_all(f) -> bytes:
