@@ -24,7 +24,7 @@ import zipfile
 
 from beamcrawl.transforms.base.config import bundled_conf_dir
 from beamcrawl.transforms.base.errors import UserError
-from beamcrawl.transforms.runners.services import read_text
+from beamcrawl.transforms.runners.services import building, read_text
 
 __all__ = ['FlinkBuild', 'FLINK_VERSION', 'BEAM_RUNNER_VERSION', 'TASK_SLOTS',
            'job_server_digest']
@@ -52,10 +52,11 @@ class FlinkBuild:
         """Builds the job server and assembles Flink, each once (the job server again when its
         Maven project changed)."""
         _need_java()
-        if not os.path.isfile(self.jar) or read_text(self.digest) != job_server_digest():
-            self._build_job_server()
-        if not os.path.isfile(os.path.join(self.flink_home, 'bin', 'start-cluster.sh')):
-            self._assemble_flink()
+        with building(self.home):
+            if not os.path.isfile(self.jar) or read_text(self.digest) != job_server_digest():
+                self._build_job_server()
+            if not os.path.isfile(os.path.join(self.flink_home, 'bin', 'start-cluster.sh')):
+                self._assemble_flink()
 
     def _build_job_server(self) -> None:
         mvn = shutil.which('mvn')

@@ -38,7 +38,7 @@ from typing import Dict, List, Optional
 
 from beamcrawl.transforms.base.config import bundled_conf_dir
 from beamcrawl.transforms.base.errors import UserError
-from beamcrawl.transforms.runners.services import (default_home, host_port, port_taken,
+from beamcrawl.transforms.runners.services import (building, default_home, host_port, port_taken,
                                                    read_text, remember_home, terminate)
 from beamcrawl.transforms.storage.locks import process_alive
 
@@ -108,9 +108,10 @@ class LocalHdfs:
     def prepare(self) -> None:
         """Builds the MiniDFSCluster with Maven, once (again when its Maven project changed)."""
         _need_java()
-        if not os.path.isdir(self.lib) or not os.path.isdir(self.classes) or \
-                read_text(self.digest) != minicluster_digest():
-            self._build()
+        with building(self.build_dir):
+            if not os.path.isdir(self.lib) or not os.path.isdir(self.classes) or \
+                    read_text(self.digest) != minicluster_digest():
+                self._build()
 
     def _build(self) -> None:
         mvn = shutil.which('mvn')

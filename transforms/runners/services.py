@@ -7,20 +7,24 @@ user (so that `status` and `stop` find a running service from any directory); el
 beside the source tree (or the user's cache folder for an installed copy).
 """
 
+import contextlib
 import errno
+import fcntl
 import ipaddress
 import logging
 import os
 import signal
 import socket
 import time
+from typing import Iterator
 
 from beamcrawl.transforms.base.config import source_tree
 from beamcrawl.transforms.base.errors import UserError
 from beamcrawl.transforms.storage.locks import process_alive
 
 __all__ = ['default_home', 'remember_home', 'host_port', 'port_open', 'port_taken',
-           'connect_host', 'terminate', 'is_loopback', 'EVERY_INTERFACE', 'read_text']
+           'connect_host', 'terminate', 'is_loopback', 'EVERY_INTERFACE', 'read_text',
+           'building']
 
 log = logging.getLogger('beamcrawl')
 
@@ -144,3 +148,16 @@ def is_loopback(host: str) -> bool:
     except OSError:
         return False
     return all(ipaddress.ip_address(a.split('%')[0]).is_loopback for a in addresses)
+
+
+@contextlib.contextmanager
+def building(folder: str) -> Iterator[None]:
+    """Held while a service's build in `folder` is checked or made: a second process that
+    prepares the same build (two commands, two test workers) waits, then finds it built."""
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, '.build.lock'), 'a', encoding='ascii') as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)

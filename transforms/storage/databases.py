@@ -41,8 +41,10 @@ VERSION_PREFIX = 'version-'
 
 # A test seam: a kill test names one of the points below in BEAMCRAWL_HOLD_AT, and the command
 # creates the file BEAMCRAWL_HOLD_FILE and waits there to be killed, so that the test kills at
-# exactly that point, whatever the machine's speed.
-HOLD_POINTS = ('install.pending', 'install.renamed')
+# exactly that point, whatever the machine's speed: an install noted (install.pending), its
+# other outputs published (install.renamed), a version about to be installed (install.begin),
+# the previous version moved aside or, on an object store, CURRENT replaced (install.swapped).
+HOLD_POINTS = ('install.pending', 'install.renamed', 'install.begin', 'install.swapped')
 
 
 def _hold(point: str) -> None:
@@ -230,6 +232,7 @@ class DbLayout:
         inherits the current one."""
         if not exists(join(new_dir, APPLIED)) and self.applied_segments():
             DbUpdate(new_dir).write_applied(self.applied_segments())
+        _hold('install.begin')
         if not self.renames:
             pointed, _ = self._pointer()
             previous = [pointed.get('current'), pointed.get('old')]
@@ -237,6 +240,7 @@ class DbLayout:
             if keep_backup and previous[0]:
                 current['old'] = previous[0]
             self._set_pointer(current)
+            _hold('install.swapped')
             for name in previous:
                 if name and name not in current.values():
                     delete(join(self.path, name))
@@ -244,6 +248,7 @@ class DbLayout:
         if exists(self.current):
             delete(self.old)
             rename(self.current, self.old)
+        _hold('install.swapped')
         rename(new_dir, self.current)
         if not keep_backup:
             delete(self.old)

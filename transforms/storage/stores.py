@@ -210,8 +210,14 @@ class HdfsStore(Store):
         return data, f'{status.get("fileId")}:{status.get("modificationTime")}:{len(data)}'
 
     def read_range(self, path, offset, length):
-        with self.client.read(self._path(path), offset=offset, length=length) as f:
-            return f.read()
+        import hdfs
+        try:
+            with self.client.read(self._path(path), offset=offset, length=length) as f:
+                return f.read()
+        except hdfs.HdfsError as e:
+            if 'after EOF' in str(e):       # an offset at or past the end: nothing there
+                return b''
+            raise
 
     def exists(self, path):
         return self.client.status(self._path(path), strict=False) is not None
