@@ -38,8 +38,8 @@ def run(args, cfg, now, beam_args):
         store.start()
         print(f'SeaweedFS (pid {store.pid()}) listens on 127.0.0.1 only: {store.listening()}')
         print(f'data: {store.data_dir}')
-        print(f'crawl directories: {store.prefix()}NAME, e.g. beamcrawl crawl '
-              f'{store.prefix()}demo --seeds seeds.txt <the options below>')
+        print(f'crawl directories: {store.prefix()}NAME (Beam\'s S3 filesystem, configured by '
+              f'the options below)')
         print(' '.join(store.options()))
         return 0
     if args.action == 'stop':
