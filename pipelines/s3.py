@@ -31,8 +31,9 @@ def add_arguments(parser):
 def run(args, cfg, now, beam_args):
     from beamcrawl.transforms.runners.locals3 import PORTS, LocalS3
     from beamcrawl.transforms.runners.services import default_home
-    ports = {name: getattr(args, f'{name}_port') or cfg[f'runner.s3.port.{name}']
-             for name in PORTS}
+    configured = {'s3': cfg['runner.s3.port.s3'], 'master': cfg['runner.s3.port.master'],
+                  'volume': cfg['runner.s3.port.volume'], 'filer': cfg['runner.s3.port.filer']}
+    ports = {name: getattr(args, f'{name}_port') or configured[name] for name in PORTS}
     store = LocalS3(args.home or default_home('s3'), ports=ports)
     if args.action == 'start':
         store.start()
