@@ -237,3 +237,14 @@ def test_stop_stops_exactly_what_start_started_and_then_nothing(started, tmp_pat
     status = s3_cli('status', cwd=str(tmp_path), env=env)
     assert (status.returncode, status.stdout.strip()) == (3, 'SeaweedFS: stopped')
     assert os.listdir(store.data_dir)                       # the objects stay
+
+
+def test_a_pid_file_naming_another_program_is_not_the_store(tmp_path):
+    store = LocalS3(str(tmp_path))
+    os.makedirs(store.run_dir)
+    with open(store.pid_file, 'w', encoding='ascii') as f:
+        f.write(f'{os.getpid()}\n')           # a live process, but not this home's weed
+    assert not store.running() and store.status() == 'stopped'
+    assert store.stop() == [] and pid_alive(os.getpid())
+    assert not os.path.exists(store.pid_file)
+

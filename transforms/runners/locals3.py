@@ -30,8 +30,8 @@ from typing import Dict, List, Optional
 
 from beamcrawl.transforms.base.errors import UserError
 from beamcrawl.transforms.runners.s3build import S3Build
-from beamcrawl.transforms.runners.services import (default_home, host_port, port_taken,
-                                                   remember_home, terminate)
+from beamcrawl.transforms.runners.services import (default_home, host_port, port_open,
+                                                   port_taken, remember_home, terminate)
 from beamcrawl.transforms.storage.locks import process_alive as pid_alive
 
 __all__ = ['LocalS3', 'PORTS', 'DEFAULT_PORTS', 'GRPC_OFFSET', 'BIND', 'BUCKET', 'REGION',
@@ -145,7 +145,17 @@ class LocalS3:
 
     def running(self) -> bool:
         pid = self.pid()
-        return pid is not None and pid_alive(pid)
+        return pid is not None and pid_alive(pid) and self._ours(pid)
+
+    def _ours(self, pid: int) -> bool:
+        """Whether process `pid` runs this home's `weed` (and is not another program that got
+        the pid of a store that died without `stop`). True where /proc cannot tell."""
+        try:
+            with open(f'/proc/{pid}/cmdline', 'rb') as f:
+                argv0 = f.read().split(b'\0', 1)[0]
+        except OSError:
+            return True
+        return os.fsdecode(argv0) == self.build.binary
 
     def status(self) -> str:
         """'running (pid N): what listens where' or 'stopped'."""
@@ -258,7 +268,7 @@ class LocalS3:
         """Stops the recorded process; returns what was stopped. The data stays."""
         stopped = []
         pid = self.pid()
-        if pid is not None and pid_alive(pid):
+        if self.running():
             # SeaweedFS stops its volume server first; its filer then waits 15 s for a volume to
             # flush its metadata change log to, and gives up: an exit (0) after about 15 s.
             terminate(pid, grace_s=_STOP_GRACE_S)
@@ -266,7 +276,9 @@ class LocalS3:
         leftovers = [self.pid_file, self.record, os.path.join(self.run_dir, 'filer.sock'),
                      os.path.join(self.run_dir, 's3.sock')]
         recorded = self._read_record()
-        if recorded:        # `weed server` makes a socket per gRPC port in /tmp, whatever it is told
+        # `weed server` makes a socket per gRPC port in /tmp, whatever it is told: removed unless
+        # another program holds one of those ports now (its socket, then)
+        if recorded and (stopped or not any(port_open(BIND, p) for p in recorded.values())):
             leftovers += [f'/tmp/seaweedfs-{name}-grpc-{recorded[name] + GRPC_OFFSET}.sock'
                           for name in PORTS]
         for path in leftovers:
