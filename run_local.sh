@@ -11,8 +11,8 @@
 #                                       a local HDFS (built and kept in .hdfs/): `start` prints
 #                                       the Beam options that reach it (paths hdfs://PATH)
 #   ./run_local.sh --s3 start|stop|status
-#                                       a local S3-compatible store, SeaweedFS (built once into
-#                                       .s3/): `start` prints the Beam options for s3://crawl/
+#                                       a local S3-compatible store, SeaweedFS (built once per
+#                                       user; data in .s3/): `start` prints the Beam options
 #
 # The venv lives in .venv (override with BEAMCRAWL_VENV). Pass extra pytest arguments after --test.
 set -euo pipefail

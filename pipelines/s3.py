@@ -1,8 +1,8 @@
 """A local S3-compatible store (SeaweedFS) for s3:// crawl directories (./run_local.sh --s3 ...).
 
-beamcrawl s3 start    build once (Go, about 6 minutes), then start SeaweedFS on 127.0.0.1 with
-                      the bucket `crawl`; the last line printed is the Beam options to add to
-                      any beamcrawl command whose crawl directory is s3://crawl/NAME
+beamcrawl s3 start    build once per user (Go, 4 to 6 minutes), then start SeaweedFS on
+                      127.0.0.1 with the bucket `crawl`; the last line printed is the Beam
+                      options that point Beam's S3 filesystem (s3://crawl/...) at it
 beamcrawl s3 stop     stop the process `start` started (the objects stay, in the home's data/)
 beamcrawl s3 status   running or stopped, and the Beam options
 Options: --home DIR (default: BEAMCRAWL_S3_HOME, else the home the last `start` used, else .s3

@@ -1,7 +1,8 @@
 """beamcrawl's local S3-compatible store, SeaweedFS (`beamcrawl s3 start|stop|status`): run for
-real. The first run builds `weed` from the Go module proxy's source into .s3/ beside the source
-tree (minutes, about 5 GB of Go caches there); later runs reuse it. One xdist worker runs these
-tests in order, against one store on ports of their own, beside the other tests."""
+real. The first run on a machine builds `weed` from the Go module proxy's source into the user's
+cache folder (runners/s3build.py: minutes, 3.9 GB of Go caches); later runs, and other clones,
+reuse it. One xdist worker runs these tests in order, against one store on ports of their own in
+a home of their own, beside the other tests."""
 
 import os
 import random
@@ -14,12 +15,12 @@ import pytest
 
 from beamcrawl.transforms.runners.locals3 import (BUCKET, GRPC_OFFSET, PORTS, REGION, LocalS3,
                                                   pid_alive)
+from beamcrawl.transforms.runners.s3build import S3Build
 from tests.conftest import ROOT
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(3600),
               pytest.mark.xdist_group('s3'),
-              pytest.mark.skipif(shutil.which('go') is None and
-                                 not LocalS3(os.path.join(ROOT, '.s3')).build.built(),
+              pytest.mark.skipif(shutil.which('go') is None and not S3Build().built(),
                                  reason='needs go on PATH to build SeaweedFS')]
 
 
@@ -69,13 +70,10 @@ def own_state(tmp_path_factory):
 
 @pytest.fixture(scope='module')
 def home(tmp_path_factory):
-    """A home of the tests' own (its data, identity and run/ apart from the user's store) whose
-    bin/ is the one of .s3/ beside the source tree: `weed` is built there once, for every run."""
-    built = LocalS3(os.path.join(ROOT, '.s3'))
-    built.prepare()
-    path = tmp_path_factory.mktemp('s3home')
-    os.symlink(os.path.dirname(built.build.binary), path / 'bin')
-    return str(path)
+    """A home of the tests' own (data, identity, run/ apart from the user's store), `weed` built
+    (once per user)."""
+    S3Build().prepare()
+    return str(tmp_path_factory.mktemp('s3home'))
 
 
 @pytest.fixture(scope='module')
@@ -207,8 +205,6 @@ def test_conditional_writes_through_boto3(started):
 
 def test_a_busy_port_gives_one_line_naming_it_before_anything_starts(home, tmp_path):
     other = str(tmp_path / 'home')
-    os.makedirs(other)
-    os.symlink(os.readlink(os.path.join(home, 'bin')), os.path.join(other, 'bin'))
     ports = free_store_ports()
     with socket.socket() as busy:
         busy.bind(('127.0.0.1', ports['filer'] + GRPC_OFFSET))

@@ -5,11 +5,13 @@ Everything lives in one folder, the home (`--home DIR`; else BEAMCRAWL_S3_HOME; 
 last `start` used, recorded per user, so that `status` and `stop` find a running store from any
 directory; else `.s3/` beside the source tree):
 
-  go/, bin/        what runners/s3build.py builds, once (the Go caches and the `weed` binary)
   s3.json          the store's one identity (an access key and its secret, made at the first
                    `start`, readable by the user only): SeaweedFS's -s3.config
   data/            the objects (SeaweedFS's master, volume and filer data): kept by `stop`
   run/             the pid file, the ports `start` chose (server.json), the logs
+
+The `weed` binary is built once per user, outside the home (runners/s3build.py: the user's cache
+folder, shared by every checkout and home).
 
 `start` runs one `weed server` process (master, volume server, filer, S3 gateway), every
 listener of it on 127.0.0.1 only (HTTP and gRPC ports, the embedded Iceberg and Lance
@@ -64,11 +66,13 @@ _STOP_GRACE_S = 60.0        # SIGTERM, then SIGKILL if still running after this
 class LocalS3:
     """The home and the process of one local S3-compatible store."""
 
-    def __init__(self, home: Optional[str] = None, ports: Optional[Dict[str, int]] = None):
+    def __init__(self, home: Optional[str] = None, ports: Optional[Dict[str, int]] = None,
+                 build_dir: Optional[str] = None):
         """`ports` (by PORTS name; the others default) are what a `start` of a stopped store
-        uses. While the store runs, its recorded ones are used instead."""
+        uses. While the store runs, its recorded ones are used instead. `build_dir`: where
+        `weed` is built (default: s3build.default_build_dir())."""
         self.home = os.path.abspath(home or default_home('s3'))
-        self.build = S3Build(self.home)
+        self.build = S3Build(build_dir)
         self.data_dir = os.path.join(self.home, 'data')
         self.run_dir = os.path.join(self.home, 'run')
         self.log_dir = os.path.join(self.run_dir, 'log')
@@ -148,14 +152,14 @@ class LocalS3:
         return pid is not None and pid_alive(pid) and self._ours(pid)
 
     def _ours(self, pid: int) -> bool:
-        """Whether process `pid` runs this home's `weed` (and is not another program that got
-        the pid of a store that died without `stop`). True where /proc cannot tell."""
+        """Whether process `pid` is a `weed` serving this home's data (and not another program
+        that got the pid of a store that died without `stop`). True where /proc cannot tell."""
         try:
             with open(f'/proc/{pid}/cmdline', 'rb') as f:
-                argv0 = f.read().split(b'\0', 1)[0]
+                argv = [os.fsdecode(a) for a in f.read().split(b'\0')]
         except OSError:
             return True
-        return os.fsdecode(argv0) == self.build.binary
+        return os.path.basename(argv[0]).startswith('weed') and f'-dir={self.data_dir}' in argv
 
     def status(self) -> str:
         """'running (pid N): what listens where' or 'stopped'."""
