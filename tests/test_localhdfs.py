@@ -20,7 +20,7 @@ needs_java = pytest.mark.skipif(shutil.which('java') is None, reason='needs java
 needs_maven = pytest.mark.skipif(shutil.which('mvn') is None or shutil.which('java') is None,
                                  reason='needs java and mvn on PATH')
 on_the_cluster = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(900),
-                  pytest.mark.xdist_group('hdfs'), needs_maven]
+                  pytest.mark.xdist_group('stores'), needs_maven]
 
 
 def hdfs_cli(*args, cwd=ROOT, env=None):

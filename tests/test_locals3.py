@@ -19,7 +19,7 @@ from beamcrawl.transforms.runners.s3build import S3Build
 from tests.conftest import ROOT
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(3600),
-              pytest.mark.xdist_group('s3'),
+              pytest.mark.xdist_group('stores'),
               pytest.mark.skipif(shutil.which('go') is None and not S3Build().built(),
                                  reason='needs go on PATH to build SeaweedFS')]
 

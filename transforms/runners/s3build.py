@@ -24,6 +24,7 @@ import subprocess
 from typing import Dict, Optional
 
 from beamcrawl.transforms.base.errors import UserError
+from beamcrawl.transforms.runners.services import building
 
 __all__ = ['S3Build', 'SEAWEEDFS_MODULE', 'SEAWEEDFS_VERSION', 'default_build_dir']
 
@@ -57,9 +58,12 @@ class S3Build:
         return os.access(self.binary, os.X_OK)
 
     def prepare(self) -> None:
-        """Builds the binary, once."""
-        if not self.built():
-            self._build()
+        """Builds the binary, once (under a lock: two processes build it once)."""
+        if self.built():
+            return
+        with building(self.home):
+            if not self.built():
+                self._build()
 
     def go_env(self) -> Dict[str, str]:
         """The environment of every go command of the build: caches in the home, the module

@@ -297,8 +297,13 @@ class S3Store(Store):
         if length <= 0:
             return b''
         bucket, key = self._bucket_key(path)
-        response = self.client.get_object(Bucket=bucket, Key=key,
-                                          Range=f'bytes={offset}-{offset + length - 1}')
+        try:
+            response = self.client.get_object(Bucket=bucket, Key=key,
+                                              Range=f'bytes={offset}-{offset + length - 1}')
+        except self.client.exceptions.ClientError as e:
+            if _status(e) == 416:           # an offset at or past the end: nothing there
+                return b''
+            raise
         return response['Body'].read()
 
     def _keys(self, bucket: str, prefix: str, delimiter: str = ''):
