@@ -238,7 +238,13 @@ class LocalFlink:
         for name in missing:            # fail before starting anything
             for port_name in _PROCESS_PORTS[name]:
                 _check_free(port_name, self.ports[port_name], self.bind)
-        prefix = _isolation_prefix() if self.isolate and 'taskmanager' in missing else []
+        prefix = []
+        if self.isolate and 'taskmanager' in missing:
+            if os.path.realpath(self.run_dir).startswith('/tmp/'):
+                raise UserError(f'--isolate: the home {self.home} is under /tmp, which each '
+                                f'TaskManager replaces by a private one: choose a home elsewhere '
+                                f'(--home DIR)')
+            prefix = _isolation_prefix()
         with open(self.record, 'w', encoding='utf-8') as f:
             json.dump({'ports': self.ports, 'bind': self.bind, 'taskmanagers': self.taskmanagers,
                        'isolate': self.isolate}, f)
