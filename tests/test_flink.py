@@ -72,6 +72,8 @@ def cluster(built, tmp_path_factory):
     assert proc.stdout.startswith('stopped: jobmanager'), proc.stdout + proc.stderr
     assert not [p for p in pids if pid_alive(p)], 'stop left processes behind'
     assert not os.path.exists(flink.tmp_dir), 'stop left the jobs\' files behind'
+    assert not glob.glob(os.path.join(flink.run_dir, 'taskmanager-*', 'tmp')), \
+        'stop left the TaskManager\'s files behind'
 
 
 @pytest.fixture(scope='module')
@@ -145,7 +147,7 @@ def test_start_is_idempotent_and_status_says_what_runs(cluster):
     for port in cluster.ports.values():
         assert f'localhost:{port}' in status
     # the TaskManager works in the cluster's own folder (stop removes it), not in /tmp
-    assert glob.glob(os.path.join(cluster.tmp_dir, 'tm_*'))
+    assert glob.glob(os.path.join(cluster.run_dir, 'taskmanager-1', 'tmp', 'tm_*'))
 
 
 def _descendants(pids):
@@ -257,7 +259,8 @@ def _running_jobs(cluster):
 
 def _job_folders(cluster):
     """The TaskManager's folders of jobs' files (each holds the job server's jar, 150 MB)."""
-    return glob.glob(os.path.join(cluster.tmp_dir, 'tm_*', 'blobStorage', 'job_*'))
+    return glob.glob(os.path.join(cluster.run_dir, 'taskmanager-*', 'tmp', 'tm_*', 'blobStorage',
+                                  'job_*'))
 
 
 def _size(folder):

@@ -7,10 +7,11 @@ cluster from any directory; else `.flink/` beside the source tree):
 
   job-server/, flink-1.19.3/, downloads/   what runners/flinkbuild.py builds, once
   run/             pid files and logs of the processes `start` started, sdk-worker (the
-                   executable that starts an SDK worker: runners/sdkboot.py); run/tmp/ is Flink's
-                   io.tmp.dirs (the TaskManager keeps each job's jars there, about 150 MB a
-                   job, until a few seconds after the job: BLOB_CLEANUP_S), removed by
-                   `stop`, so that no run leaves files in /tmp
+                   executable that starts an SDK worker: runners/sdkboot.py); run/tmp/ is the
+                   JobManager's io.tmp.dirs, run/taskmanager-K/ TaskManager K's working
+                   directory and run/taskmanager-K/tmp/ its io.tmp.dirs (it keeps each job's
+                   jars there, about 150 MB a job, until a few seconds after the job:
+                   BLOB_CLEANUP_S); `stop` removes them, so that no run leaves files in /tmp
 
 `start` runs a JobManager and a TaskManager (2 slots), the job server and a Beam worker pool
 from this Python's environment, waits until all answer, and returns the Beam options that
