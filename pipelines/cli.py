@@ -84,6 +84,8 @@ def run_command(name: str, argv: List[str]) -> int:
     module.add_arguments(parser)
     if '-h' in argv or '--help' in argv:
         parser.parse_known_args(argv)            # prints the help and exits
+    from apache_beam.options.pipeline_options import PipelineOptions
+
     from beamcrawl.transforms.base.errors import UserError, from_worker
     from beamcrawl.transforms.runners.runtime import (parse_now, split_beam_args,
                                                       use_filesystem_options)
@@ -96,6 +98,8 @@ def run_command(name: str, argv: List[str]) -> int:
         layout = None
         if getattr(args, 'crawl_dir', None):
             from beamcrawl.transforms.storage.layout import CrawlLayout
+            from beamcrawl.transforms.storage.stores import check_options
+            check_options(args.crawl_dir, PipelineOptions(beam_args))
             layout = CrawlLayout(args.crawl_dir)
             layout.refuse_foreign()         # a Nutch crawl, a file: refused before anything
         cfg = site_config(args, layout)
@@ -122,6 +126,11 @@ def run_command(name: str, argv: List[str]) -> int:
         cause = _os_error_in(e)     # Beam re-raises a worker's OSError wrapped in its own error
         if cause is not None:
             return _os_error(prog, cause)
+        from beamcrawl.transforms.storage.stores import explain
+        store = explain(e)          # the crawl directory's store refused, or cannot be reached
+        if store is not None:
+            print(f'{prog}: {store}', file=sys.stderr)
+            return 2
         # Not a user's mistake: a defect. Its traceback is for the bug report; the exit code
         # still says "failed" (2), never "nothing to do" (1).
         logging.getLogger('beamcrawl').exception('%s: unexpected error', prog)

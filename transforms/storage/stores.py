@@ -26,7 +26,7 @@ from typing import List, Optional, Tuple
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.io.localfilesystem import LocalFileSystem
 
-__all__ = ['Store', 'LocalStore', 'HdfsStore', 'S3Store', 'store_for']
+__all__ = ['Store', 'LocalStore', 'HdfsStore', 'S3Store', 'store_for', 'explain', 'check_options']
 
 
 class Store:
@@ -420,6 +420,59 @@ _share_s3_clients()
 
 def _status(error) -> int:
     return int(error.response.get('ResponseMetadata', {}).get('HTTPStatusCode', 0) or 0)
+
+
+# What a store's client raises, by name (its classes are imported only with the store), and
+# what to tell the user: one line, no traceback (pipelines/cli.py).
+_EXPLAINED = (
+    ('NoCredentialsError', 'no S3 credentials: give --s3_access_key_id and --s3_secret_access_key '
+                           '(or the AWS environment variables)'),
+    ('EndpointConnectionError', 'the S3 endpoint does not answer: check --s3_endpoint_url (is '
+                                'the store running? `beamcrawl s3 status`)'),
+    ('NoSuchBucket', 'the bucket does not exist: create it first'),
+    ('InvalidAccessKeyId', 'the S3 store does not know this access key: check '
+                           '--s3_access_key_id'),
+    ('SignatureDoesNotMatch', 'the S3 store refused the secret key: check '
+                              '--s3_secret_access_key'),
+    ('AccessDenied', 'the S3 store denied access with these credentials'),
+    ('(403)', 'the S3 store denied access with these credentials (403 Forbidden)'),
+    ('HdfsError', None),
+)
+
+
+def explain(error: BaseException) -> Optional[str]:
+    """One line for an error of a store's client (S3, HDFS) in `error` or what caused it, or
+    None when it is not one."""
+    seen = 0
+    while error is not None and seen < 10:
+        text = f'{type(error).__name__}: {error}'
+        for marker, message in _EXPLAINED:
+            if marker in text:
+                if message is None:             # HDFS: the NameNode's own words
+                    return f'HDFS: {str(error).strip().splitlines()[0][:300]}'
+                return message
+        error = error.__cause__ or error.__context__
+        seen += 1
+    return None
+
+
+def check_options(path: str, options) -> None:
+    """Raises UserError when a path's filesystem lacks the options it needs (before anything is
+    read: Beam's own messages are a traceback) or none is installed for its scheme."""
+    from apache_beam.options.pipeline_options import HadoopFileSystemOptions
+
+    from beamcrawl.transforms.base.errors import UserError
+    scheme = path.split('://', 1)[0] if '://' in path else ''
+    if scheme == 'hdfs':
+        hdfs = options.view_as(HadoopFileSystemOptions)
+        missing = [f'--{name}' for name in ('hdfs_host', 'hdfs_port', 'hdfs_user')
+                   if getattr(hdfs, name) in (None, '')]
+        if missing:
+            raise UserError(f'{path}: an HDFS path needs {", ".join(missing)} (the NameNode\'s '
+                            f'WebHDFS address and a user; `beamcrawl hdfs start` prints them)')
+    if scheme and scheme not in ('file', 'hdfs', 's3'):
+        raise UserError(f'{path}: beamcrawl keeps a crawl directory on a local path, hdfs:// or '
+                        f's3://, not {scheme}://')
 
 
 _STORES = {}
