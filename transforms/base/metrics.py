@@ -103,6 +103,12 @@ SITEMAP_SEEN = 'sitemap.duplicate_sitemaps'      # sitemap URLs named again (an 
 LINKDB_INVERTED = 'linkdb.inverted_links'       # (target, inlink) pairs produced
 LINKDB_PARTS_WRITTEN = 'linkdb.parts_written'   # linkdb partitions written
 
+# what the stages write to the crawl directory's store (docs/scaling.md: objects and bytes)
+STORE_PARTS = 'store.parts_written'             # part files written by the workers
+STORE_PART_BYTES = 'store.part_bytes'           # their bytes
+STORE_SPILLS = 'store.spill_files'              # the batch engine's spill files (one per unit)
+STORE_SPILL_BYTES = 'store.spill_bytes'         # their bytes (each read back once)
+
 
 def counter(name: str):
     """A Beam counter in the beamcrawl namespace."""

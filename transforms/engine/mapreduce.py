@@ -86,6 +86,8 @@ class _MapUnitFn(beam.DoFn):
                     buckets[index] = None
         except OSError as e:
             raise named(e, path) from e
+        metrics.counter(metrics.STORE_SPILLS).inc()
+        metrics.counter(metrics.STORE_SPILL_BYTES).inc(offset)
         for index, offset, length in spans:
             yield index, (unit.index, path, offset, length)
 

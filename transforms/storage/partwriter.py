@@ -20,6 +20,7 @@ from typing import Iterable, Optional
 
 import fastavro
 
+from beamcrawl.transforms.base import metrics
 from beamcrawl.transforms.storage import fs
 from beamcrawl.transforms.storage.container import MAGIC, Header
 from beamcrawl.transforms.storage.datumcodec import encoder_for, varint
@@ -199,6 +200,8 @@ class PartWriter(AvroWriter):
             raise named(e, self.path) from e
         if self._keys is not None:
             self._keys.write(keys, size, self._sync)
+        metrics.counter(metrics.STORE_PARTS).inc()
+        metrics.counter(metrics.STORE_PART_BYTES).inc(size)
 
     def abort(self) -> None:
         """Discards the part being written (best effort: the error that matters is raised by
