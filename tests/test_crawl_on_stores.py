@@ -17,8 +17,8 @@ from beamcrawl.transforms.storage import fs
 from beamcrawl.transforms.storage.crawl_diff import crawl_differences
 from beamcrawl.transforms.storage.layout import CrawlLayout
 from beamcrawl.transforms.storage.parts import iter_records
-from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, crawl_datum
 from beamcrawl.transforms.storage.partwriter import write_avro_file
+from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, crawl_datum
 from beamcrawl.transforms.storage.segments import CRAWL_FETCH
 from tests.conftest import ROOT, cli_env, kill_when, run_cli, write_seeds
 from tests.stores import STORE_TESTS, Store, free_port_pairs, hdfs_store, s3_store  # noqa: F401
@@ -160,6 +160,24 @@ def test_generate_killed_while_publishing_is_completed_by_the_next_run(remote, t
     assert not fs.exists(crawl.crawldb.pending)
 
 
+def test_the_local_runners_worker_processes_reach_the_store(remote, tmp_path):
+    """A stage big enough for worker processes (runner.local.parallel.records lowered to 1
+    here) runs them with the pipeline's options: they read and write the crawl directory on
+    the store as the driver does."""
+    workers = ('-D', 'runner.local.parallel.records=1', '-D', 'runner.local.workers=2')
+    seeds = write_seeds(tmp_path / 'seeds.txt', [f'http://h{i % 9}.test/p{i}'
+                                                 for i in range(300)])
+    proc = run_cli('inject', remote.root, seeds, '--now', NOW, *workers, *remote.options)
+    assert 'local runner: 2 worker processes' in proc.stderr
+    generated = run_cli('generate', remote.root, '--top-n', '100', '--now', NOW, *workers,
+                        *remote.options)
+    assert 'Traceback' not in generated.stderr
+    assert set(_db(remote).values()) == {'db_unfetched'} and len(_db(remote)) == 300
+    crawl = CrawlLayout(remote.root)
+    (segment,) = crawl.segment_names()
+    assert len(list(iter_records(crawl.part_files(segment, 'crawl_generate')))) == 100
+
+
 def test_a_lock_held_on_the_store_refuses_a_second_driver(remote, tmp_path):
     _crawl_with_a_fetched_segment(remote, tmp_path, urls=50)
     proc, hold = _held('updatedb', remote, 'install.begin', tmp_path)
@@ -214,6 +232,7 @@ def test_the_workers_of_each_taskmanager_have_a_private_tmp(two_taskmanagers, s3
     a local path would be lost (so none does: test below)."""
     import apache_beam as beam
     from apache_beam.options.pipeline_options import PipelineOptions
+
     from beamcrawl.transforms.runners.runtime import use_filesystem_options
     options = [*two_taskmanagers.options(), *s3_store, '--parallelism', '2']
     use_filesystem_options(options)

@@ -218,19 +218,19 @@ def test_status_from_another_directory_finds_the_running_cluster(cluster, tmp_pa
 
 
 def test_workers_without_beamcrawl_give_one_line(cluster, tmp_path):
-    # A worker pool whose `python` has apache_beam but not beamcrawl (site .pth files skipped).
-    bin_dir = tmp_path / 'bin'
-    bin_dir.mkdir()
+    # A worker pool whose workers' Python has apache_beam but not beamcrawl (site .pth files
+    # skipped): its boot program cannot even start.
+    boot = tmp_path / 'sdk-worker'
     site = next(p for p in sys.path if p.endswith('site-packages'))
-    (bin_dir / 'python').write_text(
+    boot.write_text(
         '#!/bin/sh\n'
-        f'exec {sys.executable} -S -c "import sys; sys.path.append({site!r}); '
-        'exec(sys.argv[1])" "$2"\n')
-    (bin_dir / 'python').chmod(0o755)
-    env = dict(os.environ, PATH=f'{bin_dir}:/usr/bin:/bin')
+        f'exec {sys.executable} -S -c "import sys, runpy; sys.path.append({site!r}); '
+        'runpy.run_module(\'beamcrawl.transforms.runners.sdkboot\', run_name=\'__main__\')" '
+        '"$@"\n')
+    boot.chmod(0o755)
     (pool_port,) = free_ports(1)
     pool = subprocess.Popen([sys.executable, '-m', 'beamcrawl.transforms.runners.workerpool',
-                             str(pool_port)], env=env, stdout=subprocess.PIPE,
+                             str(pool_port), 'localhost', str(boot)], stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL)
     try:
         assert pool.stdout.readline().startswith(b'worker pool listening')

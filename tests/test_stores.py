@@ -13,9 +13,9 @@ from beamcrawl.transforms.storage import fs
 from beamcrawl.transforms.storage.databases import DbLayout, DbUpdate
 from beamcrawl.transforms.storage.layout import CrawlLayout
 from beamcrawl.transforms.storage.locks import Lock
+from beamcrawl.transforms.storage.parts import iter_records
 from beamcrawl.transforms.storage.partwriter import PartWriter, write_avro_file
 from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, crawl_datum
-from beamcrawl.transforms.storage.parts import iter_records
 from beamcrawl.transforms.storage.stores import store_for
 from tests.stores import STORE_TESTS, hdfs_store, s3_store, store  # noqa: F401  (fixtures)
 

@@ -32,7 +32,6 @@ import urllib.parse
 from typing import Deque, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import apache_beam as beam
-from apache_beam.io.filesystems import FileSystems
 
 from beamcrawl.transforms.base import metrics
 from beamcrawl.transforms.fetcher import Fetcher, FetcherSettings, HttpSettings
@@ -43,6 +42,7 @@ from beamcrawl.transforms.policy.sitemaps import (DEFAULT_PRIORITY, SitemapEntry
 from beamcrawl.transforms.policy.urlparts import MalformedUrl
 from beamcrawl.transforms.policy.urls import UrlPolicy
 from beamcrawl.transforms.runners.interrupts import INTERRUPTED
+from beamcrawl.transforms.storage import fs
 from beamcrawl.transforms.storage.records import crawl_datum
 from beamcrawl.transforms.storage.segments import CONTENT, CRAWL_FETCH
 
@@ -281,7 +281,7 @@ class _CollectFn(beam.DoFn):
         collector = SitemapCollector(*self.args)
         entries = collector.run(urls, sites)
         settings = self.args[0]
-        with FileSystems.create(self.out_path) as f:
+        with fs.create(self.out_path) as f:
             for url in sorted(entries):
                 f.write((seed_line(entries[url], settings) + '\n').encode('utf-8'))
         for name, n in collector.counts.items():

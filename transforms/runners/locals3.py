@@ -32,8 +32,8 @@ from typing import Dict, List, Optional
 
 from beamcrawl.transforms.base.errors import UserError
 from beamcrawl.transforms.runners.s3build import S3Build
-from beamcrawl.transforms.runners.services import (default_home, host_port, port_open,
-                                                   port_taken, remember_home, terminate)
+from beamcrawl.transforms.runners.services import (default_home, host_port, port_open, port_taken,
+                                                   remember_home, terminate)
 from beamcrawl.transforms.storage.locks import process_alive as pid_alive
 
 __all__ = ['LocalS3', 'PORTS', 'DEFAULT_PORTS', 'GRPC_OFFSET', 'BIND', 'BUCKET', 'REGION',

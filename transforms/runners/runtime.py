@@ -181,6 +181,19 @@ class _LocalOptions(po.PipelineOptions):
         return state
 
 
+def _provision(options: po.PipelineOptions):
+    """What the local runner tells its worker processes, with the pipeline's options: Beam's
+    own leaves them out, and a worker without them would not know the filesystem options of a
+    crawl directory on HDFS or S3 (docs/crawl-dir.md, Stores)."""
+    from apache_beam.portability.api import beam_provision_api_pb2
+    from apache_beam.runners.portability.fn_api_runner.fn_runner import ExtendedProvisionInfo
+    from apache_beam.runners.portability.portable_runner import JobServiceHandle
+    values = options.get_all_options(drop_default=True, retain_unknown_options=True)
+    return ExtendedProvisionInfo(beam_provision_api_pb2.ProvisionInfo(
+        retrieval_token='unused-retrieval-token',
+        pipeline_options=JobServiceHandle.encode_pipeline_options(values)))
+
+
 def make_pipeline(beam_args: Sequence[str], cfg, records: int = 0) -> beam.Pipeline:
     """A Pipeline on the requested runner, or the local runner when none is given (in this
     process, or with worker processes for a stage of `records` ≥ runner.local.parallel.records
@@ -211,7 +224,8 @@ def make_pipeline(beam_args: Sequence[str], cfg, records: int = 0) -> beam.Pipel
             command_string=localworker.worker_command(server))
         log.info('local runner: %d worker processes%s', workers,
                  ' (forked)' if server is not None else '')
-        return beam.Pipeline(runner=FnApiRunner(default_environment=environment),
+        return beam.Pipeline(runner=FnApiRunner(default_environment=environment,
+                                                provision_info=_provision(options)),
                              options=options)
     options = portable.prepare_options(options)
     portable.check_job_endpoint(options)        # before anything waits on a job or workers

@@ -41,8 +41,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         parser.add_argument(f'--{name}', default='')
     args, _ = parser.parse_known_args(argv)
     import grpc
-    from apache_beam.portability.api import (beam_provision_api_pb2,
-                                             beam_provision_api_pb2_grpc, endpoints_pb2)
+    from apache_beam.portability.api import (beam_provision_api_pb2, beam_provision_api_pb2_grpc,
+                                             endpoints_pb2)
     from google.protobuf import json_format, text_format
     channel = grpc.insecure_channel(args.provision_endpoint)
     try:

@@ -3,9 +3,6 @@
 import dataclasses
 from typing import Dict, Iterable, Optional, Tuple
 
-from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
-
 from beamcrawl.transforms.fetcher.journal.paths import (SCHEMAS, SOURCE_KEY, journal_files, run_dir,
                                                         tolerant_records, writer_of)
 from beamcrawl.transforms.fetcher.journal.reading import committed
@@ -33,8 +30,7 @@ def _write_part(part: str, directory: str, index: int, records: Iterable[dict],
         raise ValueError('publishing WARC files needs their warcinfo')
     write_warc_file(fs.warc_file(directory, index), warc_info.fields, warc_info.date_ms,
                     (record['warc'] for record in records),
-                    lambda path: FileSystems.create(
-                        path, compression_type=CompressionTypes.UNCOMPRESSED))
+                    fs.create)
 
 
 def publish_journals(journal_dir: str, run_id: str, tmp: Dict[str, str],
