@@ -1,10 +1,14 @@
 """Benchmark: the figures of the scaling model (docs/scaling.md). Per batch stage, store and runner:
 records per CPU-second, bytes moved, files and objects created; Flink's fixed cost per stage;
-and the two designs of the batch engine's spill files on each store.
+the two designs of the batch engine's spill files on each store; and the driver's cut of a
+crawldb into work units (block headers read in one process).
 
     python bench/bench_scale.py [--urls 200000] [--stores local,hdfs,s3]
                                 [--runners local,flink-p1,flink-p2] [--stages ...]
                                 [--spill-units 24 --spill-partitions 32] [--markdown]
+
+(--stages '' measures only the fixed costs, the unit scan and the spills; --spill-units 0
+leaves out the spills.)
 
 It starts what it measures itself, on free ports, in homes of its own: a real HDFS (the build
 in .hdfs/), a real S3-compatible store (SeaweedFS, built once per user) and a local Flink cluster
@@ -248,7 +252,8 @@ def run_stage(services, store, runner, stage, pristine, records):
 
 
 def fixed_cost(services, store, runner, work):
-    """The wall time of a stage with almost nothing to do: inject of 10 seeds."""
+    """The wall and CPU time (the command's and the cluster's) of a stage with almost nothing
+    to do: inject of 10 seeds. A stage's marginal cost is its figures less these."""
     from beamcrawl.transforms.runners.runtime import use_filesystem_options
     from beamcrawl.transforms.storage import fs
     prefix, options, _ = services.stores[store]
@@ -257,11 +262,37 @@ def fixed_cost(services, store, runner, work):
     with open(seeds, 'w') as f:
         f.write(''.join(f'http://h{i}.example.com/\n' for i in range(10)))
     target = fs.join(prefix, f'fixed-{runner}-{uuid.uuid4().hex[:6]}')
+    cluster_before = tree_cpu(services.cluster_pids())
     result = measure(f'fixed {store} {runner}',
                      beamcrawl('inject', target, seeds, '--now', bench_batch.NOW, *options,
                                *services.runner_options(runner)))
+    cluster = tree_cpu(services.cluster_pids()) - cluster_before
     fs.delete(target)
-    return result.wall
+    return result.wall, result.cpu + cluster
+
+
+# -- the driver's cut of a database into work units ------------------------------------------------
+
+def unit_scan(services, store, pristine):
+    """The driver's cut of a crawldb into work units (engine/units.py: every block header read
+    in one process, before any worker starts): (seconds, records, blocks, bytes of the parts)."""
+    from beamcrawl.transforms.engine.units import RECORDS_PER_UNIT, avro_units
+    from beamcrawl.transforms.runners.runtime import use_filesystem_options
+    from beamcrawl.transforms.storage import fs
+    from beamcrawl.transforms.storage.layout import CrawlLayout
+    from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA
+    prefix, options, _ = services.stores[store]
+    use_filesystem_options(options)
+    target = fs.join(prefix, f'scan-{uuid.uuid4().hex[:6]}')
+    copy_crawl(os.path.join(pristine, 'crawl'), fs.join(target, 'crawl'))
+    parts = CrawlLayout(fs.join(target, 'crawl')).crawldb.part_files()
+    start = time.perf_counter()
+    units = avro_units([('crawldb', p) for p in parts], schema=CRAWL_DATUM_SCHEMA,
+                       per_unit=RECORDS_PER_UNIT)
+    took = time.perf_counter() - start
+    size = listing(fs.join(target, 'crawl', 'crawldb'))[1]
+    fs.delete(target)
+    return took, sum(u.records for u in units), sum(len(u.blocks or ()) for u in units), size
 
 
 # -- the spill files: one per unit and partition, or one per unit -----------------------------------
@@ -346,10 +377,19 @@ def main():
                           f'({row["spills"]} spills, {row["parts"]} parts)', flush=True)
         for store in stores:
             for runner in runners:
-                fixed[store, runner] = fixed_cost(services, store, runner, work)
-                print(f'fixed cost   {store:<6} {runner:<9} {fixed[store, runner]:6.1f} s wall '
+                wall, cpu = fixed[store, runner] = fixed_cost(services, store, runner, work)
+                print(f'fixed cost   {store:<6} {runner:<9} {wall:6.1f} s wall {cpu:6.1f} s CPU '
                       f'(inject of 10 seeds)', flush=True)
+        scan_from = os.path.join(work, 'pristine', 'generate')
+        if not os.path.isdir(scan_from):
+            os.makedirs(scan_from)
+            bench_batch.build_generate(scan_from, args.urls)
         for store in stores:
+            took, records, blocks, size = unit_scan(services, store, scan_from)
+            print(f'unit scan    {store:<6} {took:6.2f} s for {records} records in {blocks} '
+                  f'blocks, {size / 2 ** 20:.1f} MiB of parts ({records / took:.0f} records/s '
+                  f'in the driver)', flush=True)
+        for store in stores if args.spill_units > 0 else ():
             spills[store] = spill_designs(services, store, args.spill_units,
                                           args.spill_partitions, args.spill_unit_bytes)
             for design, (wrote, read, objects) in spills[store].items():
@@ -362,11 +402,14 @@ def main():
         shutil.rmtree(work, ignore_errors=True)
     if args.markdown:
         print('\n| stage | store | runner | wall s | CPU s | store CPU s | records/CPU-s | '
-              'read MiB | written MiB | objects (spills) |')
-        print('|---|---|---|---|---|---|---|---|---|---|')
+              'beyond the fixed cost | read MiB | written MiB | objects (spills) |')
+        print('|---|---|---|---|---|---|---|---|---|---|---|')
         for r in rows:
+            extra = r['cpu'] - fixed.get((r['store'], r['runner']), (0, 0))[1]
+            marginal = f'{r["records"] / extra:.0f}' if extra > 0 else '-'
             print(f'| {r["stage"]} | {r["store"]} | {r["runner"]} | {r["wall"]:.1f} | '
                   f'{r["cpu"]:.1f} | {r["store_cpu"]:.1f} | {r["records"] / r["cpu"]:.0f} | '
+                  f'{marginal} | '
                   f'{r["read"] / 2 ** 20:.0f} | {r["written"] / 2 ** 20:.0f} | '
                   f'{r["objects"]} ({r["spills"]}) |')
 
