@@ -6,7 +6,9 @@
 #   ./run_local.sh --test               venv + install with test extras, then the whole test suite
 #   ./run_local.sh --flink start|stop|status|demo
 #                                       a local Flink 1.19 cluster (cached in .flink/): `start`
-#                                       prints the Beam options to add to any beamcrawl command
+#                                       prints the Beam options to add to any beamcrawl command;
+#                                       `start --taskmanagers N [--isolate]`: N TaskManagers,
+#                                       each with a private /tmp and working directory
 #   ./run_local.sh --hdfs start|stop|status
 #                                       a local HDFS (built and kept in .hdfs/): `start` prints
 #                                       the Beam options that reach it (paths hdfs://PATH)
