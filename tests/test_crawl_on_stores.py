@@ -205,7 +205,8 @@ def two_taskmanagers(tmp_path_factory):
     from beamcrawl.transforms.runners.localflink import PORTS, LocalFlink
     built = LocalFlink(os.path.join(ROOT, '.flink'))
     built.prepare()
-    # Not under /tmp: each isolated TaskManager mounts a /tmp of its own over it.
+    # Under /tmp when the checkout is (CI's clone may be): an isolated TaskManager still sees
+    # what is installed there (localflink._isolation_prefix), not the rest of /tmp.
     home = os.path.join(ROOT, '.flink', 'tests', uuid.uuid4().hex[:8])
     os.makedirs(home)
     for part in (built.build.build_dir, built.flink_home, built.build.downloads):

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from beamcrawl.transforms.runners.flinkbuild import _JAR, FLINK_VERSION, job_server_digest
-from beamcrawl.transforms.runners.localflink import LocalFlink
+from beamcrawl.transforms.runners.localflink import LocalFlink, _kept_in_tmp
 from beamcrawl.transforms.runners.services import default_home, remember_home
 from tests.conftest import ROOT
 
@@ -112,3 +112,14 @@ def test_status_from_another_directory_finds_the_home_start_used(state, tmp_path
     # BEAMCRAWL_FLINK_HOME wins over the recorded home
     env['BEAMCRAWL_FLINK_HOME'] = str(tmp_path / 'other')
     assert 'worker pool: stopped' in flink_cli('status', cwd=str(elsewhere), env=env).stdout
+
+
+@pytest.mark.parametrize('paths, kept', [
+    (['/work/main/.flink', '/root/.pyenv/versions/3.11.7'], []),
+    (['/tmp/ci/.flink/tests/ab12', '/tmp/ci/.venv', '/tmp/ci/transforms/runners'], ['ci']),
+    (['/tmp/a/x', '/tmp/b', '/var/tmp/c', '/tmpfoo/d'], ['a', 'b']),
+    (['/tmp'], []),
+])
+def test_an_isolated_taskmanager_keeps_the_entries_of_tmp_that_hold_the_installation(paths,
+                                                                                     kept):
+    assert _kept_in_tmp(paths) == kept

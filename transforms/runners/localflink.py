@@ -33,6 +33,7 @@ import glob
 import json
 import logging
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -163,6 +164,13 @@ class LocalFlink:
                  ' (not loopback only: whoever reaches the job server or the worker pool can '
                  'run code on this machine)'))
 
+    def _installed(self) -> List[str]:
+        """What an isolated TaskManager must still see: its home, the Flink build, this Python
+        (the venv and the interpreter it links to) and the beamcrawl package."""
+        return [self.home, self.build.build_dir, self.flink_home, self.build.downloads,
+                self.python, sys.prefix, sys.base_prefix,
+                os.path.dirname(os.path.abspath(__file__))]
+
     def prepare(self) -> None:
         """Builds what the cluster runs, each part once (runners/flinkbuild.py)."""
         self.build.prepare()
@@ -241,11 +249,7 @@ class LocalFlink:
                 _check_free(port_name, self.ports[port_name], self.bind)
         prefix = []
         if self.isolate and 'taskmanager' in missing:
-            if os.path.realpath(self.run_dir).startswith('/tmp/'):
-                raise UserError(f'--isolate: the home {self.home} is under /tmp, which each '
-                                f'TaskManager replaces by a private one: choose a home elsewhere '
-                                f'(--home DIR)')
-            prefix = _isolation_prefix()
+            prefix = _isolation_prefix(self._installed())
         with open(self.record, 'w', encoding='utf-8') as f:
             json.dump({'ports': self.ports, 'bind': self.bind, 'taskmanagers': self.taskmanagers,
                        'isolate': self.isolate}, f)
@@ -394,13 +398,29 @@ class LocalFlink:
         return stopped
 
 
-def _isolation_prefix() -> List[str]:
+def _kept_in_tmp(paths: List[str]) -> List[str]:
+    """The entries of /tmp that hold `paths` (those of them under /tmp), sorted."""
+    kept = set()
+    for path in paths:
+        real = os.path.realpath(path)
+        if real.startswith('/tmp/'):
+            kept.add(real[len('/tmp/'):].split('/', 1)[0])
+    return sorted(kept)
+
+
+def _isolation_prefix(installed: List[str]) -> List[str]:
     """The command prefix that runs a command (after a working directory argument) in a mount
     namespace of its own with a private, empty /tmp (a tmpfs) and that working directory:
-    `unshare --mount` as root, else in a user namespace (`--user --map-root-user`). UserError
-    when this system allows neither."""
-    script = (f'mount -t tmpfs -o size={_PRIVATE_TMP_SIZE} tmpfs /tmp && cd "$1" && shift && '
-              f'exec "$@"')
+    `unshare --mount` as root, else in a user namespace (`--user --map-root-user`). The
+    `installed` paths (Flink, Python, beamcrawl, the home: what a cluster host has installed)
+    stay visible: the entries of /tmp that hold them are bound into the private /tmp from the
+    one it covers (reached through the working directory, which still is the old /tmp).
+    UserError when this system allows neither."""
+    binds = ''.join(f' && mkdir -p /tmp/{shlex.quote(name)} && mount --no-canonicalize --bind '
+                    f'{shlex.quote(name)} /tmp/{shlex.quote(name)}'
+                    for name in _kept_in_tmp(installed))
+    script = (f'cd /tmp && mount -t tmpfs -o size={_PRIVATE_TMP_SIZE} tmpfs /tmp{binds} && '
+              f'cd "$1" && shift && exec "$@"')
     unshare = shutil.which('unshare')
     if unshare is None:
         raise UserError('--isolate needs unshare (util-linux): not found')
