@@ -147,7 +147,9 @@ def test_updatedb_gives_one_result_whatever_the_layout_and_the_workers(tmp_path)
             ('foreign', False, False, IN_PROCESS), ('native', True, False, IN_PROCESS),
             ('native-keys', True, True, IN_PROCESS), ('native-parallel', True, False, PARALLEL),
             ('native-keys-parallel', True, True, PARALLEL),
-            ('foreign-parallel', False, False, PARALLEL)]:
+            ('foreign-parallel', False, False, PARALLEL),
+            ('other-schema', 'other', False, IN_PROCESS),
+            ('other-schema-parallel', 'other', False, PARALLEL)]:
         crawl = str(tmp_path / name)
         update_workload(crawl, native, keys=keys)
         proc = run_updatedb(crawl, *extra)

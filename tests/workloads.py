@@ -56,16 +56,27 @@ def write_segment(crawl, records_by_part):
     return segment
 
 
+# A crawldb written by another program: the contract's fields, in another schema (no field
+# with a default beyond score, signature and metadata; a schema of its own name).
+OTHER_SCHEMA = dict(CRAWL_DATUM_SCHEMA, name='OtherDatum', fields=[
+    f for f in CRAWL_DATUM_SCHEMA['fields']
+    if f['name'] not in ('protocol_status', 'http_code', 'modified_time')])
+
+
 def update_workload(crawl, native, n=400, partitions=3, keys=False):
     """A crawldb of n URLs (some with a generate marker) and a segment that fetches some,
     re-signs some (also unfetched ones) and links to old and new URLs (some gone, some
-    redirected)."""
+    redirected). `native`: partitioned as the engine writes it (True), one part in the
+    crawldb's schema (False), or one part in another schema ('other')."""
     old = datums(n, seed=2)
     old[3] = dict(old[3], status='db_gone')
     for i in range(0, n, 11):
         old[i] = dict(old[i], metadata=dict(old[i]['metadata'], _ngt_=str(NOW - DAY)))
     db = os.path.join(crawl, 'crawldb', 'current')
-    if native:
+    if native == 'other':
+        write_avro_file(os.path.join(db, 'part-00000.avro'), OTHER_SCHEMA,
+                        [{f['name']: r[f['name']] for f in OTHER_SCHEMA['fields']} for r in old])
+    elif native:
         write_partitioned_db(db, old, partitions, keys)
     else:
         write_avro_file(os.path.join(db, 'part-00000.avro'), CRAWL_DATUM_SCHEMA, old)

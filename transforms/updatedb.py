@@ -24,7 +24,8 @@ from beamcrawl.transforms.policy.urls import UrlPolicy
 from beamcrawl.transforms.runners.runtime import workers_of
 from beamcrawl.transforms.storage import container
 from beamcrawl.transforms.storage.databases import DbLayout, DbUpdate
-from beamcrawl.transforms.storage.datumcodec import datum_score_offset, score_at, with_score
+from beamcrawl.transforms.storage.datumcodec import (datum_score_offset, encode_datum, score_at,
+                                                     with_score)
 from beamcrawl.transforms.storage.records import (CRAWL_DATUM_SCHEMA, DB_STATUSES, FETCH_STATUSES,
                                                   complete_datum)
 
@@ -101,7 +102,9 @@ def merge_counted(buckets: Dict[str, list], now: int, rules: UpdateRules, counts
 class UpdateMapper(Mapper):
     """reducers.Mapper of updatedb: units tagged OLD_INPUT (crawldb parts) and SEGMENT_INPUT
     (crawl_fetch, crawl_parse parts) → (url, item). An old record that the rules keep as it is
-    travels as (OLD_RAW, its bytes, its status) when its file has the crawldb's own schema."""
+    travels as (OLD_RAW, its bytes, its status): the bytes of its file when the file has the
+    crawldb's own schema, else the record encoded in it here (one encode in the map is cheaper
+    than a record pickled, unpickled and encoded in the reduce: a crawldb written elsewhere)."""
 
     def __init__(self, rules: MapRules):
         self.rules = rules
@@ -109,13 +112,15 @@ class UpdateMapper(Mapper):
 
     def map(self, unit: Unit, counts):
         rules = self.rules
-        raw_ok = unit.raw_ok and rules.keeps_urls
         old = unit.tag == OLD_INPUT
-        for record, raw in container.read_records(unit.path, unit.blocks, with_raw=old):
+        raw_ok = old and rules.keeps_urls
+        encode = not unit.raw_ok
+        for record, raw in container.read_records(unit.path, unit.blocks,
+                                                  with_raw=old and unit.raw_ok):
             if not unit.raw_ok:
                 record = complete_datum(record)
             if old:
-                yield from self.old_item(record, raw, raw_ok, counts)
+                yield from self.old_item(record, raw, raw_ok, counts, encode)
                 continue
             tagged = tag_segment_record(record)
             if tagged is None:
@@ -124,14 +129,17 @@ class UpdateMapper(Mapper):
             if kept is not None:
                 yield kept['url'], (tagged[0], kept)
 
-    def old_item(self, record, raw, raw_ok, counts):
+    def old_item(self, record, raw, raw_ok, counts, encode=False):
         kept = self.rules.old_kept(record, counts)
         if kept is None:
             return
         if raw_ok and kept is record:
-            yield record['url'], (OLD_RAW, raw, self._statuses[record['status']])
-        else:
-            yield kept['url'], (OLD, kept)
+            if encode:
+                raw = encode_datum(record)
+            if raw is not None:
+                yield record['url'], (OLD_RAW, raw, self._statuses[record['status']])
+                return
+        yield kept['url'], (OLD, kept)
 
 
 class UpdateReducer(JoinReducer):
