@@ -8,7 +8,7 @@ with wall time, CPU time and the peak RSS of the command's process tree.
 The workloads (built once, copied afresh before every run):
   inject       1M seed URLs over 10k hosts into an empty crawldb
   generate     1M-URL crawldb over 10k hosts with Zipf-like sizes, half unfetched;
-               --top-n 100000 -D generate.max.count=50
+               --top-n 100000 (a tenth of --urls) -D generate.max.count=50
   updatedb     1M-URL crawldb as beamcrawl writes it (8 parts by URL hash, sorted) + one
                segment of 100k fetch records, 100k signatures and 500k outlinks, half of
                them to new URLs
@@ -71,11 +71,12 @@ def build_invertlinks(work, urls):
     return pages * 5
 
 
-def command(stage, work, extra):
+def command(stage, work, extra, urls=1000000):
+    """The command of a stage; generate's --top-n is a tenth of the URLs."""
     crawl = os.path.join(work, 'crawl')
     return beamcrawl(*{
         'inject': ['inject', crawl, os.path.join(work, 'seeds.txt')],
-        'generate': ['generate', crawl, '--top-n', '100000', '-D', 'generate.max.count=50',
+        'generate': ['generate', crawl, '--top-n', str(urls // 10), '-D', 'generate.max.count=50',
                      '--num-fetchers', '2', '--now', NOW],
         'updatedb': ['updatedb', crawl, '--now', NOW],
         'updatedb-foreign': ['updatedb', crawl, '--now', NOW],
@@ -134,8 +135,8 @@ def main():
                     shutil.rmtree(run, ignore_errors=True)
                     shutil.copytree(pristine, run)
                     env = dict(os.environ, PYTHONPATH=path) if path else None
-                    result = measure(stage + suffix, command(stage, run, extra), records,
-                                     env=env)
+                    argv = command(stage, run, extra, args.urls)
+                    result = measure(stage + suffix, argv, records, env=env)
                     if suffix not in best or result.wall < best[suffix].wall:
                         best[suffix] = result
                     shutil.rmtree(run)

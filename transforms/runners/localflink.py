@@ -21,8 +21,9 @@ submit a pipeline to them. With `--taskmanagers N` (N > 1) it runs N TaskManager
 runs in a mount namespace of its own (`unshare --mount`) with a private, empty /tmp and its
 own working directory: like the hosts of a real cluster, the workers share nothing with the
 driver or with each other but the crawl directory. Every worker is started by
-runners/sdkboot.py, which gives it the pipeline's options (its filesystems: HDFS, S3). All of them listen on one address, loopback (localhost) unless
-chosen otherwise: whoever reaches the job server or the worker pool can run code. The ports it
+runners/sdkboot.py, which gives it the pipeline's options (its filesystems: HDFS, S3). All of
+them listen on one address, loopback (localhost) unless chosen otherwise: whoever reaches the
+job server or the worker pool can run code. The ports it
 binds (PORTS) can be chosen too; it records address and ports in run/cluster.json, where
 `status`, `stop` and a later `start` find them while the cluster runs. `stop` stops exactly
 the processes whose pids `start` recorded. Both are idempotent.

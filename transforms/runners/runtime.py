@@ -4,8 +4,8 @@ The local runner: with no `--runner`, beamcrawl runs on Beam's FnApiRunner: in t
 small work, and with one worker process per core (`runner.local.workers`) when a stage has at
 least `runner.local.parallel.records` input records — Beam's lossless multi-process mode, with
 beamcrawl's worker entry point (transforms/runners/localworker.py). `--direct_num_workers` and
-`--direct_running_mode` on the command line win over both settings. Beam's `DirectRunner` would first try to download and start
-the Prism runner, then fall back; `--runner DirectRunner` is still accepted and gives the same
+`--direct_running_mode` on the command line win over both settings. Beam's `DirectRunner`
+would first try to download and start the Prism runner, then fall back; `--runner DirectRunner` is still accepted and gives the same
 results. The direct runner's multi-threading mode is refused: in Beam 2.77 it loses records in
 GroupByKey (measured; docs/architecture.md, "Beam facts").
 """
