@@ -34,18 +34,18 @@ def build(crawl, urls, hosts, parts=4):
     rnd = random.Random(42)
     weights = [1.0 / (h + 1) for h in range(hosts)]
     host_of = rnd.choices(range(hosts), weights=weights, k=urls)
-    records = []
-    for i, h in enumerate(host_of):
-        status = STATUSES[i % len(STATUSES)]
-        records.append(crawl_datum(
-            f'http://www.h{h}.example.com/page/{i}.html', status,
-            fetch_time=NOW + rnd.randint(-30, 10) * DAY, fetch_interval=2592000,
-            score=round(rnd.random() * 3, 3), retries=rnd.choice((0, 0, 0, 1))))
+
+    def records(first, end):        # made as they are written: 10M records do not fit twice
+        for i in range(first, min(end, urls)):
+            yield crawl_datum(
+                f'http://www.h{host_of[i]}.example.com/page/{i}.html', STATUSES[i % len(STATUSES)],
+                fetch_time=NOW + rnd.randint(-30, 10) * DAY, fetch_interval=2592000,
+                score=round(rnd.random() * 3, 3), retries=rnd.choice((0, 0, 0, 1)))
     directory = os.path.join(crawl, 'crawldb', 'current')
     step = (urls + parts - 1) // parts
     for p in range(parts):
         write_avro_file(os.path.join(directory, f'part-{p:05d}.avro'), CRAWL_DATUM_SCHEMA,
-                        records[p * step:(p + 1) * step])
+                        records(p * step, (p + 1) * step))
 
 
 def main():
