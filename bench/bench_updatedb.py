@@ -17,6 +17,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from beamcrawl.transforms.engine.partitions import partitions_for  # noqa: E402
 from beamcrawl.transforms.policy.partition import partition  # noqa: E402
 from beamcrawl.transforms.storage.partwriter import PartWriter  # noqa: E402
 from beamcrawl.transforms.storage.partwriter import write_avro_file  # noqa: E402
@@ -60,7 +61,8 @@ def main():
 
 def build(crawl, urls, fetched, links, native=True):
     """The crawldb and one segment; returns the number of input records. The crawldb is in the
-    layout inject and updatedb write (native: 8 parts by URL hash, each sorted by URL with its
+    layout inject and updatedb write (native: parts by URL hash, as many as an update of this
+    size chooses on this machine (8 at 1M URLs on 2 cores), each sorted by URL with its
     keys file, and the _partitions note), or else in 4 parts in index order with no note, as a
     crawldb converted from elsewhere would be (the first updatedb then maps it whole)."""
     rnd = random.Random(3)
@@ -69,9 +71,11 @@ def build(crawl, urls, fetched, links, native=True):
                            fetch_time=NOW - rnd.randint(0, 30) * DAY, fetch_interval=2592000,
                            score=1.0, signature=b'%016d' % (i % 7)) for i in range(urls)]
     if native:
-        parts = [[] for _ in range(8)]
+        total = urls + fetched + min(fetched, len(range(0, urls, 10))) + links
+        count = partitions_for(0, total, os.cpu_count() or 1)
+        parts = [[] for _ in range(count)]
         for record in records:
-            parts[partition(record['url'], 8)].append(record)
+            parts[partition(record['url'], count)].append(record)
         os.makedirs(db)
         for index, part in enumerate(parts):
             part.sort(key=lambda r: r['url'])
@@ -80,7 +84,7 @@ def build(crawl, urls, fetched, links, native=True):
                 for record in part:
                     out.write(record)
         with open(os.path.join(db, '_partitions'), 'w') as f:
-            f.write('8')
+            f.write(str(count))
     else:
         step = urls // 4
         for index in range(4):
