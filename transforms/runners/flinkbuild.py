@@ -13,7 +13,6 @@ library with all its dependencies (beam-runners-flink-1.19 at 2.62.0); the Pytho
 apache-beam 2.77, which talks to the 2.62 job server through the portable API.
 """
 
-import hashlib
 import logging
 import os
 import shutil
@@ -24,7 +23,7 @@ import zipfile
 
 from beamcrawl.transforms.base.config import bundled_conf_dir
 from beamcrawl.transforms.base.errors import UserError
-from beamcrawl.transforms.runners.services import building, read_text
+from beamcrawl.transforms.runners.services import building, folder_digest, need_java, read_text
 
 __all__ = ['FlinkBuild', 'FLINK_VERSION', 'BEAM_RUNNER_VERSION', 'TASK_SLOTS',
            'job_server_digest']
@@ -136,33 +135,11 @@ def _job_server_project() -> str:
 
 def job_server_digest() -> str:
     """A digest of the job server's Maven project: a jar built from another one is rebuilt."""
-    digest = hashlib.sha256()
-    root = _job_server_project()
-    for folder, dirs, files in sorted(os.walk(root)):
-        dirs.sort()
-        for name in sorted(files):
-            path = os.path.join(folder, name)
-            digest.update(os.path.relpath(path, root).encode('utf-8') + b'\0')
-            with open(path, 'rb') as f:
-                digest.update(f.read() + b'\0')
-    return digest.hexdigest()
+    return folder_digest(_job_server_project())
 
 
 def _need_java() -> None:
-    java = shutil.which('java')
-    if java is None:
-        raise UserError('Java 11 or 17 is needed to run Flink: `java` is not on PATH '
-                        '(Debian: apt-get install openjdk-17-jre-headless)')
-    proc = subprocess.run([java, '-version'], capture_output=True, text=True)
-    text = proc.stderr + proc.stdout
-    try:
-        quoted = text.split('"')[1]
-        major = int(quoted.split('.')[1] if quoted.startswith('1.') else quoted.split('.')[0])
-    except (IndexError, ValueError):
-        raise UserError(f'cannot tell the Java version from `java -version`: {text[:80]!r}') \
-            from None
-    if major < 11:
-        raise UserError(f'Flink {FLINK_VERSION} needs Java 11 or 17; `java` is Java {major}')
+    need_java(11, f'Flink {FLINK_VERSION}')
 
 
 def _set_task_slots(config_yaml: str, slots: int) -> None:

@@ -24,7 +24,6 @@ NameNode; --hdfs_full_urls is not needed).
 """
 
 import getpass
-import hashlib
 import json
 import logging
 import os
@@ -38,8 +37,9 @@ from typing import Dict, List, Optional
 
 from beamcrawl.transforms.base.config import bundled_conf_dir
 from beamcrawl.transforms.base.errors import UserError
-from beamcrawl.transforms.runners.services import (building, default_home, host_port, port_taken,
-                                                   read_text, remember_home, terminate)
+from beamcrawl.transforms.runners.services import (building, default_home, folder_digest,
+                                                   host_port, need_java, port_taken, read_text,
+                                                   remember_home, terminate)
 from beamcrawl.transforms.storage.locks import process_alive
 
 __all__ = ['LocalHdfs', 'PORTS', 'DEFAULT_PORTS', 'BIND', 'HADOOP_VERSION', 'PREFIX',
@@ -261,31 +261,8 @@ def _project() -> str:
 
 def minicluster_digest() -> str:
     """A digest of the Maven project: a build of another one is rebuilt."""
-    digest = hashlib.sha256()
-    root = _project()
-    for folder, dirs, files in sorted(os.walk(root)):
-        dirs.sort()
-        for name in sorted(files):
-            path = os.path.join(folder, name)
-            digest.update(os.path.relpath(path, root).encode('utf-8') + b'\0')
-            with open(path, 'rb') as f:
-                digest.update(f.read() + b'\0')
-    return digest.hexdigest()
+    return folder_digest(_project())
 
 
 def _need_java() -> None:
-    java = shutil.which('java')
-    if java is None:
-        raise UserError('Java 17 or newer is needed to run the local HDFS: `java` is not on '
-                        'PATH (Debian: apt-get install openjdk-17-jre-headless)')
-    proc = subprocess.run([java, '-version'], capture_output=True, text=True)
-    text = proc.stderr + proc.stdout
-    try:
-        quoted = text.split('"')[1]
-        major = int(quoted.split('.')[1] if quoted.startswith('1.') else quoted.split('.')[0])
-    except (IndexError, ValueError):
-        raise UserError(f'cannot tell the Java version from `java -version`: {text[:80]!r}') \
-            from None
-    if major < 17:
-        raise UserError(f'the local HDFS (Hadoop {HADOOP_VERSION}) needs Java 17 or newer; '
-                        f'`java` is Java {major}')
+    need_java(17, f'the local HDFS (Hadoop {HADOOP_VERSION})')

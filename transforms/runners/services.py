@@ -10,11 +10,14 @@ beside the source tree (or the user's cache folder for an installed copy).
 import contextlib
 import errno
 import fcntl
+import hashlib
 import ipaddress
 import logging
 import os
 import signal
+import shutil
 import socket
+import subprocess
 import time
 from typing import Iterator
 
@@ -161,3 +164,37 @@ def building(folder: str) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def folder_digest(root: str) -> str:
+    """A digest of a folder's files (names and contents): a build made from another version of
+    a bundled project (a Maven project in conf/) is made again."""
+    digest = hashlib.sha256()
+    for folder, dirs, files in sorted(os.walk(root)):
+        dirs.sort()
+        for name in sorted(files):
+            path = os.path.join(folder, name)
+            digest.update(os.path.relpath(path, root).encode('utf-8') + b'\0')
+            with open(path, 'rb') as f:
+                digest.update(f.read() + b'\0')
+    return digest.hexdigest()
+
+
+def need_java(minimum: int, what: str) -> int:
+    """The major version of the `java` on PATH; UserError naming `what` needs it when there is
+    none or it is older than `minimum`."""
+    java = shutil.which('java')
+    if java is None:
+        raise UserError(f'Java {minimum} or newer is needed to run {what}: `java` is not on PATH '
+                        f'(Debian: apt-get install openjdk-17-jre-headless)')
+    proc = subprocess.run([java, '-version'], capture_output=True, text=True)
+    text = proc.stderr + proc.stdout
+    try:
+        quoted = text.split('"')[1]
+        major = int(quoted.split('.')[1] if quoted.startswith('1.') else quoted.split('.')[0])
+    except (IndexError, ValueError):
+        raise UserError(f'cannot tell the Java version from `java -version`: {text[:80]!r}') \
+            from None
+    if major < minimum:
+        raise UserError(f'{what} needs Java {minimum} or newer; `java` is Java {major}')
+    return major
