@@ -4,6 +4,7 @@ cache folder (runners/s3build.py: minutes, 3.9 GB of Go caches); later runs, and
 reuse it. One xdist worker runs these tests in order, against one store on ports of their own in
 a home of their own, beside the other tests."""
 
+import json
 import os
 import random
 import shutil
@@ -98,7 +99,7 @@ def test_start_prints_where_it_listens_the_prefix_and_last_the_options(started):
     assert lines[-1].split() == [
         '--s3_endpoint_url', f'http://127.0.0.1:{store.ports["s3"]}',
         '--s3_access_key_id', store.credentials()['access_key_id'],
-        '--s3_secret_access_key', store.credentials()['secret_access_key'],
+        f'--s3_secret_access_key={store.credentials()["secret_access_key"]}',
         '--s3_region_name', REGION]
     text = '\n'.join(lines)
     assert f's3://{BUCKET}/' in text
@@ -244,3 +245,16 @@ def test_a_pid_file_naming_another_program_is_not_the_store(tmp_path):
     assert store.stop() == [] and pid_alive(os.getpid())
     assert not os.path.exists(store.pid_file)
 
+
+
+def test_the_options_carry_a_secret_that_begins_with_a_dash(tmp_path):
+    """A store whose secret begins with '-' (token_urlsafe makes one in 64, and earlier homes
+    keep theirs): the options still give it to Beam."""
+    from apache_beam.options.pipeline_options import PipelineOptions, S3Options
+    store = LocalS3(str(tmp_path))
+    with open(store.identity_file, 'w', encoding='utf-8') as f:
+        json.dump({'identities': [{'name': 'beamcrawl', 'credentials': [
+            {'accessKey': 'BCKEY', 'secretKey': '-dash_first-key'}]}]}, f)
+    options = PipelineOptions(store.options()).view_as(S3Options)
+    assert options.s3_secret_access_key == '-dash_first-key'
+    assert options.s3_access_key_id == 'BCKEY'

@@ -117,9 +117,11 @@ class LocalS3:
     def options(self) -> List[str]:
         """The Beam options that point Beam's S3 filesystem at this store."""
         keys = self.credentials()
+        # The secret joined by '=': one that begins with '-' (token_urlsafe makes one in 64)
+        # would otherwise read as an option of its own.
         return ['--s3_endpoint_url', self.endpoint(),
                 '--s3_access_key_id', keys['access_key_id'],
-                '--s3_secret_access_key', keys['secret_access_key'],
+                f'--s3_secret_access_key={keys["secret_access_key"]}',
                 '--s3_region_name', REGION]
 
     def client(self):
@@ -205,7 +207,7 @@ class LocalS3:
         config = {'identities': [{
             'name': 'beamcrawl',
             'credentials': [{'accessKey': 'BC' + secrets.token_hex(9).upper(),
-                             'secretKey': secrets.token_urlsafe(30)}],
+                             'secretKey': 'S' + secrets.token_urlsafe(30)}],
             'actions': ['Admin', 'Read', 'Write', 'List', 'Tagging']}]}
         partial = self.identity_file + '.partial'
         fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
