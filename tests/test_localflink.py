@@ -68,10 +68,11 @@ def test_the_beam_options_name_the_chosen_ports(tmp_path):
                                       ('rpc', 'config'), ('artifact', 'option')])
 def test_a_busy_port_gives_one_line_naming_it_and_the_option(state, tmp_path, name, how):
     home = prepared_home(tmp_path / 'home')
-    ports = dict(zip(('rest', 'rpc', 'job', 'artifact', 'pool'), free_ports(5)))
     with socket.socket() as busy:
         busy.bind(('127.0.0.1', 0))
         busy.listen()
+        # The free ports are chosen while the busy one is held: none of them can be it.
+        ports = dict(zip(('rest', 'rpc', 'job', 'artifact', 'pool'), free_ports(5)))
         ports[name] = busy.getsockname()[1]
         choices = []
         for other, port in ports.items():
