@@ -6,7 +6,6 @@ a home of their own, beside the other tests."""
 
 import json
 import os
-import random
 import shutil
 import socket
 import subprocess
@@ -18,6 +17,7 @@ from beamcrawl.transforms.runners.locals3 import (BUCKET, GRPC_OFFSET, PORTS, RE
                                                   pid_alive)
 from beamcrawl.transforms.runners.s3build import S3Build
 from tests.conftest import ROOT
+from tests.stores import free_port_pairs
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(3600),
               pytest.mark.xdist_group('stores'),
@@ -26,29 +26,9 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(3600),
 
 
 def free_store_ports():
-    """{name: port} for PORTS, each port and its gRPC port (+GRPC_OFFSET) free when chosen (all
-    held until all are chosen, so all differ)."""
-    rng, held, chosen = random.Random(), [], {}
-    try:
-        for name in PORTS:
-            while name not in chosen:
-                port = rng.randrange(20000, 65535 - GRPC_OFFSET)
-                pair = []
-                try:
-                    for number in (port, port + GRPC_OFFSET):
-                        s = socket.socket()
-                        pair.append(s)
-                        s.bind(('127.0.0.1', number))
-                except OSError:
-                    for s in pair:
-                        s.close()
-                    continue
-                held += pair
-                chosen[name] = port
-        return chosen
-    finally:
-        for s in held:
-            s.close()
+    """A free port for each of the store's services, with its gRPC port (port + GRPC_OFFSET)
+    free too; all differ (tests/stores.py free_port_pairs)."""
+    return dict(zip(PORTS, free_port_pairs(len(PORTS), GRPC_OFFSET)))
 
 
 def s3_cli(*args, cwd=ROOT, env=None):
