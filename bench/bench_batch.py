@@ -16,6 +16,11 @@ The workloads (built once, copied afresh before every run):
                (a crawldb converted from elsewhere: its first update maps all of it)
   invertlinks  100k parse_data records with 5 outlinks each, no linkdb yet (no normalize or
                filter, as a crawl script runs it)
+  dedup        the updatedb crawldb (2/3 of it db_fetched) with a signature per page but that
+               record i shares i + 900k's: 66k pages marked db_duplicate, in every part
+  index        the dedup crawldb, a linkdb of 100k pages with 5 inlinks each, and the
+               updatedb segment parsed: 100k pages with about 1.5 kB of text each, into the
+               default tantivy index (dedup first, as the command runs it)
 --markdown also prints the rows for bench/README.md's history table. --against REV measures
 the code of git revision REV too, in the same run: each stage's runs alternate between REV and
 the working tree (this machine's speed drifts over minutes: only figures measured side by side
@@ -41,7 +46,10 @@ import bench_updatedb  # noqa: E402
 from measure import ROOT, beamcrawl, measure  # noqa: E402
 
 NOW = str(bench_updatedb.NOW)
-STAGES = ('inject', 'generate', 'updatedb', 'updatedb-foreign', 'invertlinks')
+STAGES = ('inject', 'generate', 'updatedb', 'updatedb-foreign', 'invertlinks', 'dedup', 'index')
+WORDS = ('crawler search index page web link anchor text politeness fetch schedule host '
+         'domain robots segment shard query score boost signature parse content title '
+         'freshness adaptive interval budget').split()
 
 
 def build_inject(work, urls):
@@ -71,6 +79,39 @@ def build_invertlinks(work, urls):
     return pages * 5
 
 
+def build_dedup(work, urls):
+    bench_updatedb.build(os.path.join(work, 'crawl'), urls, urls // 10, urls // 2,
+                         signatures=urls * 9 // 10)
+    return urls
+
+
+def build_index(work, urls):
+    import random
+    from beamcrawl.transforms.storage.fs import part_file
+    from beamcrawl.transforms.storage.layout import CrawlLayout
+    from beamcrawl.transforms.storage.partwriter import write_avro_file
+    from beamcrawl.transforms.storage.records import (INLINKS_SCHEMA, PARSE_DATA_SCHEMA,
+                                                      PARSE_TEXT_SCHEMA, inlinks, parse_data,
+                                                      parse_text)
+    crawl = os.path.join(work, 'crawl')
+    build_dedup(work, urls)
+    rng = random.Random(7)
+    layout = CrawlLayout(crawl)
+    pages = [bench_updatedb.url(i) for i in range(1, urls, 10)][:urls // 10]
+    write_avro_file(part_file(layout.linkdb.current, 0), INLINKS_SCHEMA, (
+        inlinks(u, [(bench_updatedb.url(rng.randrange(urls)), ' '.join(rng.choices(WORDS, k=3)))
+                    for _ in range(5)]) for u in sorted(pages)))
+    segment = '20261122000000'
+    write_avro_file(part_file(layout.segment_part(segment, 'parse_text'), 0), PARSE_TEXT_SCHEMA, (
+        parse_text(u, ' '.join(rng.choices(WORDS, k=200))) for u in pages))
+    write_avro_file(part_file(layout.segment_part(segment, 'parse_data'), 0), PARSE_DATA_SCHEMA, (
+        parse_data(u, title=' '.join(rng.choices(WORDS, k=5)), parse_status='success',
+                   outlinks=[(bench_updatedb.url(rng.randrange(urls)), 'next')
+                             for _ in range(5)], metadata={})
+        for u in pages))
+    return urls + len(pages)
+
+
 def command(stage, work, extra, urls=1000000):
     """The command of a stage; generate's --top-n is a tenth of the URLs."""
     crawl = os.path.join(work, 'crawl')
@@ -81,6 +122,8 @@ def command(stage, work, extra, urls=1000000):
         'updatedb': ['updatedb', crawl, '--now', NOW],
         'updatedb-foreign': ['updatedb', crawl, '--now', NOW],
         'invertlinks': ['invertlinks', crawl],
+        'dedup': ['dedup', crawl],
+        'index': ['index', crawl],
     }[stage], *extra)
 
 

@@ -59,17 +59,19 @@ def main():
     shutil.rmtree(work)
 
 
-def build(crawl, urls, fetched, links, native=True):
+def build(crawl, urls, fetched, links, native=True, signatures=7):
     """The crawldb and one segment; returns the number of input records. The crawldb is in the
     layout inject and updatedb write (native: parts by URL hash, as many as an update of this
     size chooses on this machine (8 at 1M URLs on 2 cores), each sorted by URL with its
     keys file, and the _partitions note), or else in 4 parts in index order with no note, as a
-    crawldb converted from elsewhere would be (the first updatedb then maps it whole)."""
+    crawldb converted from elsewhere would be (the first updatedb then maps it whole). The
+    crawldb's record i has signature i mod `signatures`."""
     rnd = random.Random(3)
     db = os.path.join(crawl, 'crawldb', 'current')
     records = [crawl_datum(url(i), 'db_fetched' if i % 3 else 'db_unfetched',
                            fetch_time=NOW - rnd.randint(0, 30) * DAY, fetch_interval=2592000,
-                           score=1.0, signature=b'%016d' % (i % 7)) for i in range(urls)]
+                           score=1.0, signature=b'%016d' % (i % signatures))
+               for i in range(urls)]
     if native:
         total = urls + fetched + min(fetched, len(range(0, urls, 10))) + links
         count = partitions_for(0, total, os.cpu_count() or 1)

@@ -28,8 +28,9 @@ def mark_duplicates(crawl: 'CrawlLayout', cfg, beam_args) -> int:
     if crawl.crawldb.readable_dir() is None:
         raise UserError(f'{crawl.crawldb.current}: no crawldb (run inject first)')
     with crawl.crawldb.update(keep_backup=cfg['db.preserve.backup'], command='dedup') as new:
-        p = make_pipeline(beam_args, cfg)
-        _ = p | 'Dedup' >> Dedup(crawldb=crawl.crawldb, out=new)
+        stage = Dedup(crawldb=crawl.crawldb, out=new)
+        p = make_pipeline(beam_args, cfg, stage.weight)
+        _ = p | 'Dedup' >> stage
         counters = run_pipeline(p, 'dedup')
         if not counters.get(metrics.DEDUP_DUPLICATES):
             new.discard()                 # nothing changed: keep the current version

@@ -9,7 +9,6 @@ import tantivy
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from beamcrawl.transforms.dedup import MarkDuplicates
 from beamcrawl.transforms.index import BuildDocuments, JoinByUrl
 from beamcrawl.transforms.policy.indexing import (IndexRules, anchors_of, boost, build_document,
                                                   deletion, original_key)
@@ -89,18 +88,6 @@ def test_join_and_build_on_a_pipeline(runner):
                                                     e[1][1]['text']))),
                     equal_to([('doc', ('new', ['bee'], 'hello')),
                               ('delete', 'http://gone/')]))
-
-
-def test_mark_duplicates_keeps_one_per_signature(runner):
-    records = [_db('http://b.test/longer', score=1.0), _db('http://a.test/', score=1.0),
-               _db('http://c.test/', signature=b'other'), _db('http://d.test/', 'db_gone'),
-               _db('http://e.test/', signature=None)]
-    with TestPipeline(runner=runner) as p:
-        out = p | beam.Create(records) | MarkDuplicates()
-        assert_that(out | beam.Map(lambda r: (r['url'], r['status'])), equal_to([
-            ('http://a.test/', 'db_fetched'), ('http://b.test/longer', 'db_duplicate'),
-            ('http://c.test/', 'db_fetched'), ('http://d.test/', 'db_gone'),
-            ('http://e.test/', 'db_fetched')]))
 
 
 _PAGE = '<p>' + 'ordinary words about a site ' * 5 + '</p>'

@@ -2,70 +2,209 @@
 all but one become db_duplicate (the one kept: policy/indexing.py `original_key`: the highest
 score, then the shortest URL, then the earliest fetch).
 
-  MarkDuplicates   PCollection[CrawlDatum] → the same, duplicates marked
-  Dedup            the stage: the crawldb read, marked, written as a new version
+`Dedup` is the stage, a bulk join in two passes over the crawldb (docs/performance.md, "dedup"):
+
+    crawldb units ──Signatures──▶ (bucket, [(signature, key, part)]) ──GroupByKey──▶ Groups
+        ──▶ (part, [duplicate URLs]) ──joined with every part──▶ Rewrite ──▶ the new version
+
+* Signatures reads only what a group needs of the fetched pages (db_fetched, db_notmodified):
+  with a part's keys file (storage/keysfile.py) only those records are decoded at all.
+* Groups finds, per bucket of signatures, the groups of more than one page, and names the
+  pages to mark by the part that holds them.
+* Rewrite writes each part of the new version: a part with no page to mark is copied as it is
+  (with its keys file); a part with some is written again in the same order, every other record
+  as its bytes. Parts keep their names and order and the version keeps its `_partitions` note,
+  so the update after dedup still merges the crawldb part by part (engine/partitions.py).
 """
 
-from typing import Optional, Tuple
+import collections
+import io
+import typing
+import zlib
+from typing import Dict, Iterable, List, Optional
 
 import apache_beam as beam
+import fastavro
 
 from beamcrawl.transforms.base import metrics
-from beamcrawl.transforms.policy.indexing import INDEXABLE, original_key
-from beamcrawl.transforms.storage.databases import DbLayout, DbUpdate
-from beamcrawl.transforms.storage.parts import ReadCrawlDb, Record, WriteParts
-from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA
+from beamcrawl.transforms.engine.units import RECORDS_PER_UNIT, Unit, avro_units, spread
+from beamcrawl.transforms.policy.indexing import INDEXABLE, duplicates_of, original_key
+from beamcrawl.transforms.runners.runtime import workers_of
+from beamcrawl.transforms.storage import container, fs, keysfile, partwriter
+from beamcrawl.transforms.storage.databases import PARTITIONS_NOTE, DbLayout, DbUpdate
+from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, complete_datum
 
-__all__ = ['MarkDuplicates', 'Dedup']
+__all__ = ['Dedup']
+
+DUPLICATE = 'db_duplicate'
+# Signatures are spread over this many buckets per worker for the grouping (each a dict in one
+# process: the fetched pages of a 10M crawldb fit in a few hundred MB).
+_BUCKETS_PER_WORKER = 4
 
 
-class _MarkFn(beam.DoFn):
+def _parsed_schema():
+    return fastavro.parse_schema(CRAWL_DATUM_SCHEMA)
+
+
+def _fetched_records(unit: Unit) -> Iterable[dict]:
+    """The records of a unit that dedup looks at (status db_fetched or db_notmodified). From a
+    part with its keys file, only those records are decoded."""
+    if unit.raw_ok and unit.blocks:
+        part = keysfile.open_keyed(unit.path)
+        if part is not None:
+            yield from _keyed_fetched(part, set(unit.blocks))
+            return
+    for record, _ in container.read_records(unit.path, list(unit.blocks) if unit.blocks else None,
+                                            with_raw=False):
+        if record.get('status') in INDEXABLE:
+            yield complete_datum(record)
+
+
+def _keyed_fetched(part: keysfile.KeyedPart, offsets) -> Iterable[dict]:
+    _, index, statuses, lengths = part.keys[:4]
+    wanted = bytes(1 if s in INDEXABLE else 0 for s in statuses)
+    if not any(wanted):
+        return
+    schema, decode = _parsed_schema(), fastavro.schemaless_reader
+    header, blocks = container.scan_blocks(part.path)
+    if [b.count for b in blocks] != part.keys.blocks:
+        raise container.unreadable(part.path, ValueError('the part does not match its keys file'))
+    with container.open_part(part.path) as f:
+        first = 0
+        for block in blocks:
+            count = block.count
+            if block.offset in offsets and any(wanted[index[j]]
+                                               for j in range(first, first + count)):
+                _, data = container.read_block(f, block.offset)
+                if header.codec == 'deflate':
+                    data = zlib.decompress(data, -15)
+                pos = 0
+                for j in range(first, first + count):
+                    end = pos + lengths[j]
+                    if wanted[index[j]]:
+                        yield decode(io.BytesIO(data[pos:end]), schema)
+                    pos = end
+            first += count
+
+
+class _SignaturesFn(beam.DoFn):
+    """A unit → (bucket, [(signature, original_key, part)]) for its fetched pages with a
+    signature, one list per bucket."""
+
+    def __init__(self, buckets: int):
+        self.buckets = buckets
+
+    def process(self, unit: Unit):
+        n = self.buckets
+        lists: Dict[int, list] = collections.defaultdict(list)
+        for record in _fetched_records(unit):
+            signature = record.get('signature')
+            if signature:
+                lists[zlib.crc32(signature) % n].append(
+                    (signature, original_key(record), unit.path))
+        yield from lists.items()
+
+
+class _GroupsFn(beam.DoFn):
+    """(bucket, lists) → (part, [URLs to mark]) for the pages that are not the one kept of
+    their group."""
+
     def __init__(self):
         self.duplicates = metrics.counter(metrics.DEDUP_DUPLICATES)
 
     def process(self, item):
-        key, records = item
-        records = list(records)
-        if key is None or len(records) == 1:
-            yield from records
+        _, lists = item
+        groups: Dict[bytes, list] = collections.defaultdict(list)
+        for entries in lists:
+            for signature, key, path in entries:
+                groups[signature].append((key, path))
+        marked: Dict[str, List[str]] = collections.defaultdict(list)
+        for group in groups.values():
+            if len(group) > 1:
+                for key, path in duplicates_of(group):
+                    marked[path].append(key[-1])
+        for path, urls in marked.items():
+            self.duplicates.inc(len(urls))
+            yield path, urls
+
+
+class _RewriteFn(beam.DoFn):
+    """(old part, [[URLs to mark], ...]) → the part of the new version in `out_dir`, same name."""
+
+    def __init__(self, out_dir: str):
+        self.out_dir = out_dir
+
+    def process(self, item):
+        path, lists = item
+        urls = {url for urls in lists if urls for url in urls}
+        target = fs.join(self.out_dir, fs.basename(path))
+        if not urls:
+            _copy_part(path, target)
+        else:
+            _rewrite_part(path, target, urls)
+        yield target
+
+
+def _copy_part(path: str, target: str) -> None:
+    """A part (and its keys file) copied unchanged."""
+    keys = keysfile.keys_path(path)
+    try:
+        fs.copy_file(path, target)
+        if fs.exists(keys):
+            fs.copy_file(keys, keysfile.keys_path(target))
+    except OSError as e:
+        raise partwriter.named(e, target) from e
+    metrics.counter(metrics.STORE_PARTS).inc()
+
+
+def _rewrite_part(path: str, target: str, urls) -> None:
+    """The part written again in its order, the pages named in `urls` marked db_duplicate."""
+    schema = _parsed_schema()
+    raw_ok = container.read_header(path).schema == schema
+    keyed = keysfile.read_keyed(path) if raw_ok else None
+    with partwriter.PartWriter(target, CRAWL_DATUM_SCHEMA, keys=True) as out:
+        if keyed is not None:
+            for url, status, raw in keyed:
+                if url in urls and status in INDEXABLE:
+                    record = fastavro.schemaless_reader(io.BytesIO(raw), schema)
+                    out.write(dict(record, status=DUPLICATE))
+                else:
+                    out.write_raw(raw, url, status)
             return
-        records.sort(key=original_key)
-        yield records[0]
-        for record in records[1:]:
-            self.duplicates.inc()
-            yield dict(record, status='db_duplicate')
-
-
-def _signature_key(record: dict) -> Tuple[Optional[bytes], dict]:
-    if record['status'] in INDEXABLE and record.get('signature'):
-        return record['signature'], record
-    return None, record
-
-
-class MarkDuplicates(beam.PTransform):
-    """PCollection[CrawlDatum] (crawldb) → the crawldb with, of each group of fetched pages
-    sharing a signature, all but one marked db_duplicate (policy.indexing.original_key)."""
-
-    def expand(self, crawldb: beam.PCollection[Record]) -> beam.PCollection[Record]:
-        keyed = crawldb | 'KeyBySignature' >> beam.Map(_signature_key)
-        single = (keyed | 'NoSignature' >> beam.Filter(lambda kv: kv[0] is None)
-                  | 'Records' >> beam.Map(lambda kv: kv[1]))
-        grouped = (keyed | 'Signed' >> beam.Filter(lambda kv: kv[0] is not None)
-                   | 'GroupBySignature' >> beam.GroupByKey()
-                   | 'Mark' >> beam.ParDo(_MarkFn()))
-        return (single, grouped) | 'Merge' >> beam.Flatten()
+        for record, raw in container.read_records(path, with_raw=raw_ok):
+            if record['url'] in urls and record['status'] in INDEXABLE:
+                out.write(dict(complete_datum(record), status=DUPLICATE))
+            elif raw is not None:
+                out.write_raw(raw, record['url'], record['status'])
+            else:
+                out.write(complete_datum(record))
 
 
 class Dedup(beam.PTransform):
     """PBegin → PCollection[part file]: the crawldb `crawldb` with its duplicates marked,
-    written as its new version `out`."""
+    written as its new version `out` (parts named and ordered as the current version's)."""
 
     def __init__(self, *, crawldb: DbLayout, out: DbUpdate):
         super().__init__()
         self.crawldb, self.out = crawldb, out
+        self.parts = crawldb.part_files()
+        self.units = avro_units([('old', p) for p in self.parts], schema=CRAWL_DATUM_SCHEMA,
+                                per_unit=RECORDS_PER_UNIT)
+        self.weight = sum(u.records for u in self.units)
 
     def expand(self, pbegin: beam.pvalue.PBegin) -> beam.PCollection[str]:
-        return (pbegin
-                | 'ReadCrawlDb' >> ReadCrawlDb(self.crawldb)
-                | 'MarkDuplicates' >> MarkDuplicates()
-                | 'WriteCrawlDb' >> WriteParts(self.out.dir, CRAWL_DATUM_SCHEMA))
+        partitioned: Optional[str] = self.crawldb.read_note(PARTITIONS_NOTE)
+        if partitioned is not None:
+            self.out.write_note(PARTITIONS_NOTE, partitioned)
+        workers = workers_of(pbegin.pipeline)
+        marked = (pbegin
+                  | 'Units' >> beam.Create(spread(self.units, workers))
+                  .with_output_types(typing.Any)
+                  | 'Signatures' >> beam.ParDo(_SignaturesFn(_BUCKETS_PER_WORKER * workers))
+                  | 'BySignature' >> beam.GroupByKey()
+                  | 'Groups' >> beam.ParDo(_GroupsFn()))
+        every = pbegin | 'EveryPart' >> beam.Create([(p, None) for p in self.parts])
+        return ((marked, every)
+                | 'All' >> beam.Flatten()
+                | 'ByPart' >> beam.GroupByKey()
+                | 'Rewrite' >> beam.ParDo(_RewriteFn(self.out.dir)))

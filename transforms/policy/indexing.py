@@ -17,7 +17,7 @@ from typing import Iterable, List, Optional, Tuple
 from beamcrawl.transforms.policy.urlparts import host_of
 
 __all__ = ['IndexRules', 'INDEXABLE', 'DELETED', 'build_document', 'deletion', 'boost',
-           'original_key']
+           'original_key', 'duplicates_of']
 
 INDEXABLE = frozenset({'db_fetched', 'db_notmodified'})
 DELETED = frozenset({'db_gone', 'db_redir_temp', 'db_redir_perm', 'db_duplicate'})
@@ -93,3 +93,9 @@ def deletion(db: dict) -> Optional[str]:
 def original_key(record: dict) -> tuple:
     """Sort key of a duplicate group: the smallest is kept."""
     return (-record['score'], len(record['url']), record['fetch_time'], record['url'])
+
+
+def duplicates_of(group: Iterable[tuple]) -> List[tuple]:
+    """Of a group of pages sharing a signature, as tuples whose first item is the page's
+    `original_key`, all but the one kept (the smallest key), in key order."""
+    return sorted(group, key=lambda entry: entry[0])[1:]

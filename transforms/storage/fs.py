@@ -24,7 +24,7 @@ from beamcrawl.transforms.storage.stores import LocalStore, Store, store_for
 __all__ = ['TMP_PREFIX', 'PUBLISHED', 'join', 'exists', 'mkdirs', 'delete', 'rename',
            'list_files', 'is_local', 'children', 'entries', 'write_file', 'read_file',
            'part_file', 'warc_file', 'PART_GLOB', 'WARC_GLOB', 'store', 'renames',
-           'open_read', 'create', 'read_all', 'publish_dir', 'is_published', 'written_dir',
+           'open_read', 'create', 'read_all', 'copy_file', 'publish_dir', 'is_published', 'written_dir',
            'basename']
 
 TMP_PREFIX = '.tmp-'      # what is being written: never mistaken for a complete file
@@ -201,6 +201,22 @@ class _ObjectWriter(io.RawIOBase):
                 store_for(self.path).replace(self.path, self._buffer.getvalue())
         finally:
             super().close()
+
+
+def copy_file(src: str, dst: str) -> None:
+    """Copies a file's bytes; `dst` appears only complete (written aside and renamed where
+    files rename, as a whole object on an object store)."""
+    aside = join(dst.rsplit('/', 1)[0], f'{TMP_PREFIX}{basename(dst)}') if renames(dst) else dst
+    with open_read(src) as reader, create(aside) as writer:
+        while True:
+            chunk = reader.read(_READ_CHUNK)
+            if not chunk:
+                break
+            writer.write(chunk)
+    if aside != dst:
+        if exists(dst):
+            delete(dst)
+        rename(aside, dst)
 
 
 def read_all(f) -> bytes:
