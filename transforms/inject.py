@@ -17,7 +17,7 @@ from apache_beam.io.filesystems import FileSystems
 from beamcrawl.transforms.base import metrics
 from beamcrawl.transforms.base.errors import InputError
 from beamcrawl.transforms.engine import partitions
-from beamcrawl.transforms.engine.items import OLD, OLD_RAW, SEED
+from beamcrawl.transforms.engine.items import OLD, OLD_RAW, SEED, SEED_RAW
 from beamcrawl.transforms.engine.mapreduce import MapReduce
 from beamcrawl.transforms.engine.reducers import JoinReducer, Mapper
 from beamcrawl.transforms.engine.units import (BYTES_PER_TEXT_UNIT, RECORDS_PER_UNIT, Unit,
@@ -28,6 +28,7 @@ from beamcrawl.transforms.policy.urls import UrlPolicy
 from beamcrawl.transforms.runners.runtime import workers_of
 from beamcrawl.transforms.storage import container, fs
 from beamcrawl.transforms.storage.databases import DbLayout, DbUpdate
+from beamcrawl.transforms.storage.datumcodec import encode_datum
 from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, complete_datum
 
 __all__ = ['seed_files', 'Inject', 'SeedReader', 'merge_seeds', 'InjectMapper', 'InjectReducer',
@@ -144,8 +145,9 @@ SEED_INPUT, OLD_INPUT = 'seeds', 'old'     # the tags of units.Unit
 
 
 class InjectMapper(Mapper):
-    """The map side of inject (items: engine/items.py): seed-file units → (url, (SEED, key,
-    datum)); crawldb units → (url, (OLD_RAW, bytes, status)), or (url, (OLD, record)) when
+    """The map side of inject (items: engine/items.py): seed-file units → (url, (SEED_RAW,
+    key, encoded datum, status)), or (SEED, key, datum) for a datum the hand encoder leaves
+    to fastavro; crawldb units → (url, (OLD_RAW, bytes, status)), or (url, (OLD, record)) when
     --filter-normalize-all changed it or its file has another schema."""
 
     def __init__(self, reader: SeedReader, clean_old: bool):
@@ -154,10 +156,18 @@ class InjectMapper(Mapper):
     def map(self, unit: Unit, counts):
         if unit.tag == SEED_INPUT:
             index = self.reader.paths.index(unit.path)
+            statuses = {}                     # one object per status: pickled once per spill
             for lineno, raw in read_unit_lines(unit):
                 seed = self.reader.read(index, lineno, raw, counts)
-                if seed is not None:
-                    yield seed[0], (SEED,) + seed[1]
+                if seed is None:
+                    continue
+                key, datum = seed[1]
+                encoded = encode_datum(datum)
+                if encoded is None:
+                    yield seed[0], (SEED, key, datum)
+                else:
+                    status = statuses.setdefault(datum['status'], datum['status'])
+                    yield seed[0], (SEED_RAW, key, encoded, status)
             return
         for record, raw in container.read_records(unit.path, unit.blocks):
             if not unit.raw_ok:
@@ -205,9 +215,15 @@ class InjectReducer(JoinReducer):
         counts.inc(metrics.CRAWLDB_RECORDS)
         return True
 
-    def _write(self, seeds, olds, out, counts):
-        record = merge_seeds([(key, datum) for _, key, datum in seeds], olds, self.rules,
-                             counts)
+    def _write(self, url, seeds, olds, out, counts):
+        if len(seeds) == 1 and not olds and seeds[0][0] == SEED_RAW:
+            # a new URL with one seed: merge_seeds would write the injected record as it is
+            counts.inc(metrics.INJECT_NEW)
+            counts.inc(metrics.CRAWLDB_RECORDS)
+            out.write_raw(seeds[0][2], url, seeds[0][3])
+            return
+        record = merge_seeds([(value[1], self.decode(value[2]) if value[0] == SEED_RAW
+                               else value[2]) for value in seeds], olds, self.rules, counts)
         if record is not None:
             out.write(record)
 
@@ -229,7 +245,7 @@ class InjectReducer(JoinReducer):
                 continue
             if record is None and raw is not None:
                 record = self.decode(raw)
-            self._write(values, [record] if record is not None else [], out, counts)
+            self._write(url, values, [record] if record is not None else [], out, counts)
 
     def write_grouped(self, groups, out, counts):
         for url in sorted(groups):
@@ -240,13 +256,13 @@ class InjectReducer(JoinReducer):
                 continue
             seeds, olds = [], []
             for value in values:
-                if value[0] == SEED:
+                if value[0] == SEED or value[0] == SEED_RAW:
                     seeds.append(value)
                 elif value[0] == OLD_RAW:
                     olds.append(self.decode(value[1]))
                 else:
                     olds.append(value[1])
-            self._write(seeds, olds, out, counts)
+            self._write(url, seeds, olds, out, counts)
 
 
 # A seed line costs about as much as this many crawldb records (it is normalized and filtered),

@@ -6,6 +6,8 @@ An item is a plain tuple whose first element, a small int, says what it is:
   (OLD, record)                 a database record, decoded (its file has another schema, or
                                 the map side changed it)
   (SEED, key, datum)            inject: a seed line's record; key = (file index, line number)
+  (SEED_RAW, key, bytes, status)  inject: the same record, encoded in the map (the usual new
+                                URL is then written as those bytes, never pickled as a dict)
   (FETCH | LINK | SIGNATURE, record)   updatedb: a crawl_fetch or crawl_parse record
 
 Plain tuples, not NamedTuples or dataclasses: items are made, pickled into spill files and
@@ -17,12 +19,13 @@ that (measured on 1M items of this shape: 0.6 s against 4.1 s) — a third of up
 
 from typing import Tuple
 
-__all__ = ['OLD', 'OLD_RAW', 'SEED', 'FETCH', 'LINK', 'SIGNATURE', 'OldRaw', 'Old', 'Seed',
-           'Tagged']
+__all__ = ['OLD', 'OLD_RAW', 'SEED', 'FETCH', 'LINK', 'SIGNATURE', 'SEED_RAW', 'OldRaw', 'Old',
+           'Seed', 'SeedRaw', 'Tagged']
 
-OLD, OLD_RAW, SEED, FETCH, LINK, SIGNATURE = range(6)
+OLD, OLD_RAW, SEED, FETCH, LINK, SIGNATURE, SEED_RAW = range(7)
 
 OldRaw = Tuple[int, bytes, str]          # (OLD_RAW, encoded record, status)
 Old = Tuple[int, dict]                   # (OLD, record)
 Seed = Tuple[int, Tuple[int, int], dict]  # (SEED, (file index, line number), datum)
+SeedRaw = Tuple[int, Tuple[int, int], bytes, str]  # (SEED_RAW, key, encoded datum, status)
 Tagged = Tuple[int, dict]                # (FETCH | LINK | SIGNATURE, record)
