@@ -144,3 +144,23 @@ def test_host_options(idn, trim, url, expected):
 def test_malformed(idn, url):
     with pytest.raises(MalformedUrl):
         BasicNormalizer(idn)(url)
+
+
+def test_one_normalizer_gives_each_case_again_from_its_host_cache():
+    """Hosts are remembered per normalizer: every case, asked twice of one normalizer (after
+    all the others filled its cache), equals a fresh normalizer's answer, malformed hosts
+    included, and a pickled normalizer carries no cache."""
+    import pickle
+    shared = BasicNormalizer()
+    urls = [url for url, _ in BASIC_CASES] + ['https://example%2Xcom/', 'http://[::1/',
+                                                'http://EXAMPLE.com/a', 'http://example.com/b']
+    for _ in range(2):
+        for url in urls:
+            try:
+                expected = BasicNormalizer()(url)
+            except MalformedUrl:
+                with pytest.raises(MalformedUrl):
+                    shared(url)
+                continue
+            assert shared(url) == expected
+    assert shared._hosts and '_hosts' not in pickle.loads(pickle.dumps(shared)).__dict__

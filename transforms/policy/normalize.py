@@ -18,6 +18,7 @@ HIER_SCHEMES = ('http', 'https', 'ftp')
 _UNRESERVED = frozenset('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~')
 _ESCAPED = frozenset(' "<>[]^`{|}\x7f') | frozenset(chr(c) for c in range(0x20))
 _HEX = frozenset('0123456789abcdefABCDEF')
+_HOST_CACHE_SIZE = 65536
 
 
 def _escape_char(ch: str) -> str:
@@ -132,6 +133,24 @@ class BasicNormalizer:
         return host, int(port_text)
 
     def _normalize_host(self, host: str) -> str:
+        """_host_normalized, remembered per host (a batch stage meets the same hosts again and
+        again; an error is not remembered: it is raised again)."""
+        cache = self.__dict__.get('_hosts')
+        if cache is None:
+            cache = self._hosts = {}
+        try:
+            return cache[host]
+        except KeyError:
+            pass
+        if len(cache) >= _HOST_CACHE_SIZE:
+            cache.clear()
+        normalized = cache[host] = self._host_normalized(host)
+        return normalized
+
+    def __getstate__(self):
+        return {k: v for k, v in self.__dict__.items() if k != '_hosts'}
+
+    def _host_normalized(self, host: str) -> str:
         """The host, percent-decoded, then validated: an IP literal in canonical form (any
         spelling browsers read as IPv4 becomes dotted decimal), or a name of valid DNS labels,
         with Unicode labels in punycode (IDNA UTS #46) unless idn is '' or toUnicode."""

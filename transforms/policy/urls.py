@@ -87,8 +87,9 @@ class UrlPolicy:
                 return None, 'malformed'
             if not url:
                 return None, 'malformed'
-        if filter and not self.accept(url):
+        parts = scheme_host(url)
+        if filter and not self.accept(url, parts):
             return None, 'filtered'
-        if self.denied(url):
+        if self.denied_host(parts[1]):
             return None, 'denied'
         return url, ''
