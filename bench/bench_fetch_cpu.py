@@ -1,13 +1,15 @@
 """Benchmark: a CPU-bound fetch (no politeness delay) with parsing and every output written,
 beside Scrapy fetching the same URLs through the same local web with link extraction.
 
-100 hosts × 100 pages on loopback (one proxy port), fetcher.server.delay = 0. beamcrawl runs
-`fetch -D fetcher.parse=true` (crawl_fetch, content, parse_text, parse_data, crawl_parse);
-Scrapy (a bench-only dependency: pip install 'scrapy==2.19.*') runs a spider that extracts
-links and yields them, with the same concurrency. Prints pages/s of each (from the server's
-request log) and peak RSS.
+100 hosts × 100 pages on loopback (one proxy port), each page about 20 kB of HTML with 50
+links, fetcher.server.delay = 0. beamcrawl runs `fetch -D fetcher.parse=true` (crawl_fetch,
+content, parse_text, parse_data, crawl_parse); Scrapy (a bench-only dependency: pip install
+'scrapy==2.19.*') runs a spider that extracts the links, the title and the text and yields
+them, with the same concurrency. Prints pages/s of each over the whole command (and over the
+fetch stage alone, from the server's request log), CPU seconds and peak RSS.
 
-    python bench/bench_fetch_cpu.py [--hosts 100] [--pages 100] [--threads 20]
+    python bench/bench_fetch_cpu.py [--hosts 100] [--pages 100] [--threads 20] [--page-kb 20]
+                                    [--links 50]
 """
 
 import argparse
@@ -40,6 +42,7 @@ class Bench(scrapy.Spider):
             yield scrapy.Request(url, dont_filter=True)     # proxy: from http_proxy
     def parse(self, response):
         yield {'url': response.url, 'title': response.css('title::text').get(),
+               'text': ' '.join(response.css('body ::text').getall()),
                'links': [l.url for l in self.extractor.extract_links(response)]}
 
 process = CrawlerProcess(settings={
@@ -49,6 +52,12 @@ process = CrawlerProcess(settings={
 process.crawl(Bench)
 process.start()
 '''
+
+
+def _cpu():
+    """CPU seconds of the finished child processes so far (user + system)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def stage(log):
@@ -61,16 +70,25 @@ def main():
     parser.add_argument('--hosts', type=int, default=100)
     parser.add_argument('--pages', type=int, default=100)
     parser.add_argument('--threads', type=int, default=20)
+    parser.add_argument('--page-kb', type=float, default=20)
+    parser.add_argument('--links', type=int, default=50)
+    parser.add_argument('--no-scrapy', action='store_true', help='beamcrawl alone')
+    parser.add_argument('--keep', action='store_true', help='keep the crawl directory')
+    parser.add_argument('--profile', metavar='FILE',
+                        help='record the beamcrawl command with py-spy (raw format) into FILE')
     args = parser.parse_args()
-    body = '<p>' + 'Some words of text on the page. ' * 60 + '</p>'
+    paragraph = '<p>' + 'Some words of text on the page. ' * 8 + '</p>\n'
+    body = paragraph * max(1, int(args.page_kb * 1024 - 60 * args.links) // len(paragraph))
+    local = args.links - args.links // 10
     sites = {}
     for h in range(args.hosts):
         host = f'h{h}.cpu.test'
         sites[host] = {'/robots.txt': Page(body=b'User-agent: *\nAllow: /\n',
                                            content_type='text/plain')}
         for i in range(args.pages):
-            links = [f'/p{(i + k) % args.pages}' for k in range(1, 21)] + \
-                    [f'http://h{(h + k) % args.hosts}.cpu.test/p{i}' for k in range(1, 6)]
+            links = [f'/p{(i + k) % args.pages}' for k in range(1, local + 1)] + \
+                    [f'http://h{(h + k) % args.hosts}.cpu.test/p{i}'
+                     for k in range(1, args.links - local + 1)]
             sites[host][f'/p{i}'] = html_page(f'{host} page {i}', body, links=links)
     work = tempfile.mkdtemp(prefix='bench-fetch-cpu-')
     urls = [f'http://{host}/p{i}' for host in sites for i in range(args.pages)]
@@ -89,19 +107,24 @@ def main():
         subprocess.run(cli + ['generate', crawl] + conf, cwd=ROOT, check=True,
                        capture_output=True)
         web.clear_log()
-        start = time.time()
-        proc = subprocess.run(cli + ['fetch', crawl, '--threads', str(args.threads)] + conf,
+        start, cpu0 = time.time(), _cpu()
+        spy = [os.path.join(os.path.dirname(sys.executable), 'py-spy'), 'record', '-s', '-r',
+               '200', '-f', 'raw', '-o', args.profile, '--'] if args.profile else []
+        proc = subprocess.run(spy + cli + ['fetch', crawl, '--threads', str(args.threads)] + conf,
                               cwd=ROOT, capture_output=True, text=True)
+        print(proc.stderr[-1500:] if args.profile else '', end='')
         if proc.returncode != 0:
             print(proc.stderr[-3000:])
             sys.exit(1)
         results['beamcrawl fetch + parse'] = (*stage(web.log), time.time() - start,
-                                              resource.getrusage(resource.RUSAGE_CHILDREN))
+                                              resource.getrusage(resource.RUSAGE_CHILDREN),
+                                              _cpu() - cpu0)
         try:
             import scrapy  # noqa: F401
         except ImportError:
             print("Scrapy is not installed: pip install 'scrapy==2.19.*' to compare")
-        else:
+            args.no_scrapy = True
+        if not args.no_scrapy:
             spider = os.path.join(work, 'spider.py')
             with open(spider, 'w') as f:
                 f.write(textwrap.dedent(SPIDER))
@@ -109,21 +132,28 @@ def main():
             with open(urls_file, 'w') as f:
                 f.write('\n'.join(urls))
             web.clear_log()
-            start = time.time()
+            start, cpu0 = time.time(), _cpu()
             env = dict(os.environ, http_proxy=web.proxy_url, https_proxy=web.proxy_url)
             subprocess.run([sys.executable, spider, urls_file, web.proxy_url, str(args.threads),
                             os.path.join(work, 'items.jsonl')], check=True, cwd=work, env=env)
             results[f'Scrapy {scrapy.__version__}'] = (
                 *stage(web.log), time.time() - start,
-                resource.getrusage(resource.RUSAGE_CHILDREN))
-    print(f'{args.hosts} hosts x {args.pages} pages, delay 0, {args.threads} concurrent requests')
-    for label, (pages, seconds, wall, usage) in results.items():
-        print(f'{label:<26} {pages} pages in {seconds:.1f} s = {pages / seconds:.0f} pages/s '
-              f'(whole command {wall:.1f} s, peak RSS so far {usage.ru_maxrss / 1024:.0f} MB)')
+                resource.getrusage(resource.RUSAGE_CHILDREN), _cpu() - cpu0)
+    size = len(html_page('x', body, links=links).body)
+    print(f'{args.hosts} hosts x {args.pages} pages of {size / 1024:.1f} kB with {args.links} '
+          f'links, delay 0, {args.threads} concurrent requests')
+    for label, (pages, seconds, wall, usage, cpu) in results.items():
+        print(f'{label:<26} {pages} pages: whole command {wall:.1f} s = {pages / wall:.0f} '
+              f'pages/s, CPU {cpu:.1f} s; fetch stage {seconds:.1f} s = '
+              f'{pages / seconds:.0f} pages/s; peak RSS so far {usage.ru_maxrss / 1024:.0f} MB')
     if len(results) == 2:
         (a, b) = results.values()
-        print(f'beamcrawl / Scrapy pages/s: {(a[0] / a[1]) / (b[0] / b[1]):.2f}')
-    shutil.rmtree(work)
+        print(f'beamcrawl / Scrapy pages/s, whole command: {(a[0] / a[2]) / (b[0] / b[2]):.2f}; '
+              f'fetch stage: {(a[0] / a[1]) / (b[0] / b[1]):.2f}')
+    if args.keep:
+        print(f'kept {crawl}')
+    else:
+        shutil.rmtree(work)
 
 
 if __name__ == '__main__':

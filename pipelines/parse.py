@@ -34,10 +34,11 @@ def parse_segment(crawl, segment, cfg, now, beam_args) -> None:
     from beamcrawl.transforms.runners.runtime import make_pipeline, run_pipeline
     from beamcrawl.transforms.storage.segments import CONTENT, PARSE_PARTS
     with crawl.segment_update(segment, PARSE_PARTS, 'parse') as update:
-        p = make_pipeline(beam_args, cfg)
-        _ = p | 'ParseSegment' >> ParseSegment(
+        stage = ParseSegment(
             content_files=crawl.part_files(segment, CONTENT), update=update,
             settings=settings.parse_settings(cfg), policy=settings.url_policy(cfg), now=now)
+        p = make_pipeline(beam_args, cfg, stage.weight)
+        _ = p | 'ParseSegment' >> stage
         counters = run_pipeline(p, f'parse {segment}')
         denied = counters.get(metrics.PARSE_DENIED, 0)
         if denied and not counters.get(metrics.PARSE_OUTLINKS, 0):

@@ -8,7 +8,7 @@ use up the quota twice (and does not get two linked records).
 import dataclasses
 from typing import List, Optional, Sequence, Tuple
 
-from beamcrawl.transforms.policy.urlparts import MalformedUrl, host_of
+from beamcrawl.transforms.policy.urlparts import host_of
 from beamcrawl.transforms.policy.urls import UrlPolicy
 
 __all__ = ['OutlinkRules', 'filter_outlinks']
@@ -49,14 +49,10 @@ def filter_outlinks(source: str, links: Sequence[Tuple[str, str]], rules: Outlin
             continue
         if rules.ignored(source, target, policy):
             continue
-        if normalize:
-            try:
-                target = policy.normalize(target)
-            except MalformedUrl:
-                continue
-        if not target or target == source or (filter_urls and not policy.accept(target)):
+        target, verdict = policy.outlink_verdict(target, normalize, filter_urls)
+        if target is None or target == source or verdict == 'filtered':
             continue
-        if policy.denied(target):
+        if verdict == 'denied':
             if denied is not None:
                 denied.append(target)
             continue

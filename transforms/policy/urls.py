@@ -18,6 +18,9 @@ __all__ = ['UrlPolicy']
 
 
 _HOST_CACHE_SIZE = 65536
+# Outlink verdicts remembered per policy object: a site's menus and footers link the same URLs
+# from every page (measured: a page of 50 links costs 0.5 ms in normalize and filter without).
+_OUTLINK_CACHE_SIZE = 65536
 
 
 class UrlPolicy:
@@ -75,6 +78,43 @@ class UrlPolicy:
             cache.clear()
         reason = cache[host] = self.address.denied_host(host)
         return reason
+
+    def outlink_verdict(self, url: str, normalize: bool, filter_urls: bool
+                        ) -> Tuple[Optional[str], str]:
+        """(the URL normalized, or None when it is malformed or normalizes to nothing;
+        'filtered', 'denied' or '' for accepted), remembered per URL: the steps of
+        outlinks.filter_outlinks, which decides in Nutch's order what each means."""
+        caches = self.__dict__.setdefault('_verdicts', {})
+        cache = caches.get((normalize, filter_urls))
+        if cache is None:
+            cache = caches[(normalize, filter_urls)] = {}
+        try:
+            return cache[url]
+        except KeyError:
+            pass
+        if len(cache) >= _OUTLINK_CACHE_SIZE:
+            cache.clear()
+        verdict = cache[url] = self._outlink_verdict(url, normalize, filter_urls)
+        return verdict
+
+    def _outlink_verdict(self, url, normalize, filter_urls):
+        if normalize:
+            try:
+                url = self.normalize(url)
+            except MalformedUrl:
+                return None, ''
+        if not url:
+            return None, ''
+        parts = scheme_host(url)
+        if filter_urls and not self.accept(url, parts):
+            return url, 'filtered'
+        if self.denied_host(parts[1]):
+            return url, 'denied'
+        return url, ''
+
+    def __getstate__(self):
+        # the caches stay in the process that filled them
+        return {k: v for k, v in self.__dict__.items() if k not in ('_verdicts', '_denied_hosts')}
 
     def clean(self, url: str, *, normalize: bool = True, filter: bool = True
               ) -> Tuple[Optional[str], str]:
