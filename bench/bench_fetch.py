@@ -76,7 +76,13 @@ def fetch_figures(web, args, start, end):
         per_host.setdefault(r.host, []).append(r)
     gaps = [b.start - a.end for reqs in per_host.values() for a, b in zip(reqs, reqs[1:])]
     first = min(r.start for r in log)
-    return {'pages': len(log), 'stage': stage, 'm': m, 'wall': wall,
+    last_host = max(per_host, key=lambda h: per_host[h][-1].end)     # the one that ended last
+    reqs = per_host[last_host]
+    host_gaps = [b.start - a.end for a, b in zip(reqs, reqs[1:])]
+    return {'last_host': last_host, 'last_host_start': reqs[0].start - first,
+            'last_host_gap': statistics.mean(host_gaps) if host_gaps else 0.0,
+            'last_host_response': statistics.mean(r.end - r.start for r in reqs),
+            'pages': len(log), 'stage': stage, 'm': m, 'wall': wall,
             'median_gap': statistics.median(gaps), 'min_gap': min(gaps),
             'first_request': min(r.start for r in robots + log) - start,
             'first_page': first - start, 'tail': end - max(r.end for r in log)}
@@ -107,6 +113,9 @@ def main():
           f'{f["stage"] / f["m"]:.3f} x M (M = {f["m"]:.1f} s); whole command {f["wall"]:.1f} s')
     print(f'gap between fetches of a host: median {f["median_gap"] * 1000:.0f} ms, '
           f'min {f["min_gap"] * 1000:.0f} ms (delay {args.delay * 1000:.0f} ms)')
+    print(f'the host that ended last ({f["last_host"]}): its first page {f["last_host_start"]:.2f} s '
+          f'after the first page, mean gap {f["last_host_gap"] * 1000:.1f} ms, mean response '
+          f'{f["last_host_response"] * 1000:.1f} ms')
     print(f'pages/s during the stage {f["pages"] / f["stage"]:.0f}; peak RSS {peak:.0f} MB')
     print(f'whole command = {f["m"] / f["wall"]:.1%} of M; from the command start: first request '
           f'{f["first_request"]:.2f} s, first page {f["first_page"]:.2f} s; '

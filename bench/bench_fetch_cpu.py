@@ -33,6 +33,7 @@ from scrapy.crawler import CrawlerProcess
 from scrapy.linkextractors import LinkExtractor
 
 urls, proxy, threads = open(sys.argv[1]).read().split(), sys.argv[2], int(sys.argv[3])
+with_text = sys.argv[5] == 'text'
 
 class Bench(scrapy.Spider):
     name = 'bench'
@@ -42,7 +43,7 @@ class Bench(scrapy.Spider):
             yield scrapy.Request(url, dont_filter=True)     # proxy: from http_proxy
     def parse(self, response):
         yield {'url': response.url, 'title': response.css('title::text').get(),
-               'text': ' '.join(response.css('body ::text').getall()),
+               'text': ' '.join(response.css('body ::text').getall()) if with_text else None,
                'links': [l.url for l in self.extractor.extract_links(response)]}
 
 process = CrawlerProcess(settings={
@@ -74,6 +75,8 @@ def main():
     parser.add_argument('--links', type=int, default=50)
     parser.add_argument('--no-scrapy', action='store_true', help='beamcrawl alone')
     parser.add_argument('--keep', action='store_true', help='keep the crawl directory')
+    parser.add_argument('--scrapy-links-only', action='store_true',
+                        help='the spider extracts the title and links, not the text')
     parser.add_argument('--profile', metavar='FILE',
                         help='record the beamcrawl command with py-spy (raw format) into FILE')
     args = parser.parse_args()
@@ -135,15 +138,18 @@ def main():
             start, cpu0 = time.time(), _cpu()
             env = dict(os.environ, http_proxy=web.proxy_url, https_proxy=web.proxy_url)
             subprocess.run([sys.executable, spider, urls_file, web.proxy_url, str(args.threads),
-                            os.path.join(work, 'items.jsonl')], check=True, cwd=work, env=env)
-            results[f'Scrapy {scrapy.__version__}'] = (
+                            os.path.join(work, 'items.jsonl'),
+                            'links' if args.scrapy_links_only else 'text'],
+                           check=True, cwd=work, env=env)
+            what = 'title, links' if args.scrapy_links_only else 'title, links, text'
+            results[f'Scrapy {scrapy.__version__} ({what})'] = (
                 *stage(web.log), time.time() - start,
                 resource.getrusage(resource.RUSAGE_CHILDREN), _cpu() - cpu0)
     size = len(html_page('x', body, links=links).body)
     print(f'{args.hosts} hosts x {args.pages} pages of {size / 1024:.1f} kB with {args.links} '
           f'links, delay 0, {args.threads} concurrent requests')
     for label, (pages, seconds, wall, usage, cpu) in results.items():
-        print(f'{label:<26} {pages} pages: whole command {wall:.1f} s = {pages / wall:.0f} '
+        print(f'{label:<40} {pages} pages: whole command {wall:.1f} s = {pages / wall:.0f} '
               f'pages/s, CPU {cpu:.1f} s; fetch stage {seconds:.1f} s = '
               f'{pages / seconds:.0f} pages/s; peak RSS so far {usage.ru_maxrss / 1024:.0f} MB')
     if len(results) == 2:
