@@ -55,3 +55,24 @@ def test_outlink_verdicts_from_the_cache_equal_the_steps(cfg):
                                                                'http://localhost/']
     assert shared.__dict__['_verdicts']
     assert '_verdicts' not in pickle.loads(pickle.dumps(shared)).__dict__
+
+
+def test_remembered_is_bounded_and_forgets_errors():
+    import pytest
+    from beamcrawl.transforms.policy.memo import remembered
+    calls = []
+
+    def compute(key):
+        calls.append(key)
+        if key < 0:
+            raise ValueError(key)
+        return key * 2
+
+    cache = {}
+    assert [remembered(cache, k, compute, 3) for k in (1, 2, 1, 3, 2)] == [2, 4, 2, 6, 4]
+    assert calls == [1, 2, 3] and len(cache) == 3
+    assert remembered(cache, 4, compute, 3) == 8 and cache == {4: 8}    # full: emptied first
+    for _ in range(2):
+        with pytest.raises(ValueError):
+            remembered(cache, -1, compute, 3)
+    assert calls == [1, 2, 3, 4, -1, -1] and -1 not in cache

@@ -9,6 +9,7 @@ from typing import List, Optional, Tuple
 import idna
 
 from beamcrawl.transforms.policy.addresses import parse_ipv4
+from beamcrawl.transforms.policy.memo import remembered
 from beamcrawl.transforms.policy.urlparts import MalformedUrl, split_url
 
 __all__ = ['BasicNormalizer', 'HIER_SCHEMES']
@@ -135,17 +136,8 @@ class BasicNormalizer:
     def _normalize_host(self, host: str) -> str:
         """_host_normalized, remembered per host (a batch stage meets the same hosts again and
         again; an error is not remembered: it is raised again)."""
-        cache = self.__dict__.get('_hosts')
-        if cache is None:
-            cache = self._hosts = {}
-        try:
-            return cache[host]
-        except KeyError:
-            pass
-        if len(cache) >= _HOST_CACHE_SIZE:
-            cache.clear()
-        normalized = cache[host] = self._host_normalized(host)
-        return normalized
+        return remembered(self.__dict__.setdefault('_hosts', {}), host, self._host_normalized,
+                          _HOST_CACHE_SIZE)
 
     def __getstate__(self):
         return {k: v for k, v in self.__dict__.items() if k != '_hosts'}

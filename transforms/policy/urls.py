@@ -10,6 +10,7 @@ from typing import Optional, Sequence, Tuple
 
 from beamcrawl.transforms.policy.addresses import AddressPolicy
 from beamcrawl.transforms.policy.domains import DomainHelper
+from beamcrawl.transforms.policy.memo import remembered
 from beamcrawl.transforms.policy.normalize import HIER_SCHEMES, BasicNormalizer
 from beamcrawl.transforms.policy.urlparts import MalformedUrl, scheme_host
 from beamcrawl.transforms.policy.urlrules import RegexFilter, RegexNormalizer
@@ -69,33 +70,17 @@ class UrlPolicy:
         remembered per host: a batch stage asks for the same hosts again and again)."""
         if self.address is None or not host:
             return None
-        cache = self.__dict__.setdefault('_denied_hosts', {})
-        try:
-            return cache[host]
-        except KeyError:
-            pass
-        if len(cache) >= _HOST_CACHE_SIZE:
-            cache.clear()
-        reason = cache[host] = self.address.denied_host(host)
-        return reason
+        return remembered(self.__dict__.setdefault('_denied_hosts', {}), host,
+                          self.address.denied_host, _HOST_CACHE_SIZE)
 
     def outlink_verdict(self, url: str, normalize: bool, filter_urls: bool
                         ) -> Tuple[Optional[str], str]:
         """(the URL normalized, or None when it is malformed or normalizes to nothing;
         'filtered', 'denied' or '' for accepted), remembered per URL: the steps of
         outlinks.filter_outlinks, which decides in Nutch's order what each means."""
-        caches = self.__dict__.setdefault('_verdicts', {})
-        cache = caches.get((normalize, filter_urls))
-        if cache is None:
-            cache = caches[(normalize, filter_urls)] = {}
-        try:
-            return cache[url]
-        except KeyError:
-            pass
-        if len(cache) >= _OUTLINK_CACHE_SIZE:
-            cache.clear()
-        verdict = cache[url] = self._outlink_verdict(url, normalize, filter_urls)
-        return verdict
+        cache = self.__dict__.setdefault('_verdicts', {}).setdefault((normalize, filter_urls), {})
+        return remembered(cache, url, lambda u: self._outlink_verdict(u, normalize, filter_urls),
+                          _OUTLINK_CACHE_SIZE)
 
     def _outlink_verdict(self, url, normalize, filter_urls):
         if normalize:
