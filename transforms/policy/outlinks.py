@@ -50,7 +50,7 @@ def filter_outlinks(source: str, links: Sequence[Tuple[str, str]], rules: Outlin
         if rules.ignored(source, target, policy):
             continue
         target, verdict = policy.outlink_verdict(target, normalize, filter_urls)
-        if target is None or target == source or verdict == 'filtered':
+        if not target or target == source or verdict == 'filtered':
             continue
         if verdict == 'denied':
             if denied is not None:

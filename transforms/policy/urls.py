@@ -75,21 +75,25 @@ class UrlPolicy:
 
     def outlink_verdict(self, url: str, normalize: bool, filter_urls: bool
                         ) -> Tuple[Optional[str], str]:
-        """(the URL normalized, or None when it is malformed or normalizes to nothing;
-        'filtered', 'denied' or '' for accepted), remembered per URL: the steps of
-        outlinks.filter_outlinks, which decides in Nutch's order what each means."""
+        """clean()'s steps for an outlink, remembered per URL: (the URL normalized, or None;
+        'malformed', 'filtered', 'denied' or '' for accepted). The URL comes back also when it
+        is filtered or denied: outlinks.filter_outlinks decides in Nutch's order what each
+        means."""
         cache = self.__dict__.setdefault('_verdicts', {}).setdefault((normalize, filter_urls), {})
-        return remembered(cache, url, lambda u: self._outlink_verdict(u, normalize, filter_urls),
+        return remembered(cache, url, lambda u: self._verdict(u, normalize, filter_urls),
                           _OUTLINK_CACHE_SIZE)
 
-    def _outlink_verdict(self, url, normalize, filter_urls):
+    def _verdict(self, url: str, normalize: bool, filter_urls: bool
+                 ) -> Tuple[Optional[str], str]:
+        """(url normalized, or None when normalizing fails or gives nothing; then 'malformed',
+        else 'filtered', 'denied' or '' for accepted): the steps of clean()."""
         if normalize:
             try:
                 url = self.normalize(url)
             except MalformedUrl:
-                return None, ''
-        if not url:
-            return None, ''
+                return None, 'malformed'
+            if not url:
+                return None, 'malformed'
         parts = scheme_host(url)
         if filter_urls and not self.accept(url, parts):
             return url, 'filtered'
@@ -105,16 +109,5 @@ class UrlPolicy:
               ) -> Tuple[Optional[str], str]:
         """(clean url, '') or (None, 'malformed' | 'filtered' | 'denied'); the address policy
         applies even when filter is False."""
-        if normalize:
-            try:
-                url = self.normalize(url)
-            except MalformedUrl:
-                return None, 'malformed'
-            if not url:
-                return None, 'malformed'
-        parts = scheme_host(url)
-        if filter and not self.accept(url, parts):
-            return None, 'filtered'
-        if self.denied_host(parts[1]):
-            return None, 'denied'
-        return url, ''
+        url, verdict = self._verdict(url, normalize, filter)
+        return (url, '') if not verdict else (None, verdict)
