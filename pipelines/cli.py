@@ -86,6 +86,9 @@ def run_command(name: str, argv: List[str]) -> int:
         parser.parse_known_args(argv)            # prints the help and exits
     from apache_beam.options.pipeline_options import PipelineOptions
 
+    from beamcrawl.transforms.storage.stores import load_filesystems_on_demand
+    load_filesystems_on_demand(_deferred)
+
     from beamcrawl.transforms.base.errors import UserError, from_worker
     from beamcrawl.transforms.runners.runtime import (parse_now, split_beam_args,
                                                       use_filesystem_options)
@@ -266,15 +269,27 @@ def main(argv: Optional[List[str]] = None) -> int:
 # guarded block). They cost about a third of Beam's import time (docs/performance.md).
 _UNUSED_BEAM_IMPORTS = ('pymongo', 'apache_beam.io.gcp.bigquery')
 
+# Beam's filesystems that beamcrawl uses only for crawl directories on a cluster's store, by
+# scheme: their client libraries (boto3, hdfs) cost 0.11 s of every command's start. They are
+# loaded when a path first names their scheme (docs/performance.md, "Smaller costs").
+_DEFERRED_FILESYSTEMS = {'s3': 'apache_beam.io.aws.s3filesystem',
+                         'hdfs': 'apache_beam.io.hadoopfilesystem'}
+_deferred: dict = {}
+
 
 def skip_unused_beam_imports() -> None:
     """Marks the _UNUSED_BEAM_IMPORTS as unavailable before Beam is imported: Beam then skips
-    them, as it does where their client libraries are not installed. For the `beamcrawl`
-    program only (a library user's process is left alone); pipelines on a cluster import Beam
-    in their own workers."""
+    them, as it does where their client libraries are not installed; the _DEFERRED_FILESYSTEMS
+    too, until load_filesystems_on_demand() is in place. For the `beamcrawl` program only (a
+    library user's process is left alone); pipelines on a cluster import Beam in their own
+    workers."""
     if 'apache_beam' not in sys.modules:
         for name in _UNUSED_BEAM_IMPORTS:
             sys.modules.setdefault(name, None)
+        for scheme, name in _DEFERRED_FILESYSTEMS.items():
+            if name not in sys.modules:
+                sys.modules[name] = None
+                _deferred[scheme] = name
 
 
 def entry() -> None:

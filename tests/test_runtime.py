@@ -76,3 +76,53 @@ def test_a_pipeline_knows_its_workers(cfg, args, expected):
     assert workers_of(make_pipeline(args, cfg, 10)) == expected
     assert workers_of(beam.Pipeline(options=beam.options.pipeline_options.PipelineOptions(
         ['--runner', 'FlinkRunner']))) == 1
+
+
+def test_bundles_end_without_waiting_for_the_state_sampler():
+    """runtime.py makes Beam's state sampler sleep at most 10 ms between samples (sampler.py):
+    every bundle's end waits for that sleep."""
+    from apache_beam.runners.worker import statesampler
+    from apache_beam.utils.counters import CounterFactory
+
+    from beamcrawl.transforms.runners.sampler import SAMPLING_PERIOD_MS
+    sampler = statesampler.StateSampler('step', CounterFactory())
+    assert SAMPLING_PERIOD_MS == 10 and sampler.sampling_period_ms == SAMPLING_PERIOD_MS
+    assert statesampler.StateSampler('step', CounterFactory(), 500).sampling_period_ms == 10
+    sampler.start()
+    sampler.stop()
+    assert sampler.finished
+
+
+_DEFERRED_SCRIPT = '''
+import sys
+from beamcrawl.pipelines import cli
+cli.skip_unused_beam_imports()
+import apache_beam
+from apache_beam.io.filesystems import FileSystems
+from beamcrawl.transforms.storage.stores import load_filesystems_on_demand
+load_filesystems_on_demand(cli._deferred)
+from beamcrawl.transforms import fetch, generate, inject, updatedb  # noqa
+print(sorted(n for n in ('boto3', 'hdfs', 'pymongo') if sys.modules.get(n) is not None))
+print(type(FileSystems.get_filesystem('/tmp/x')).__name__)
+print(type(FileSystems.get_filesystem('s3://bucket/x')).__name__, 'boto3' in sys.modules)
+from apache_beam.io.aws.clients.s3 import boto3_client
+print(getattr(boto3_client.Client.__init__, 'shared_clients', False))
+try:
+    FileSystems.get_filesystem('hdfs://host/x')
+except ValueError as e:
+    print('hdfs:', e)
+'''
+
+
+def test_the_program_loads_the_s3_and_hdfs_filesystems_when_a_path_names_them():
+    """The `beamcrawl` program starts without the clients of S3 and HDFS (0.11 s) and loads each
+    with the first path of its scheme, its clients shared (stores.py)."""
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, '-c', _DEFERRED_SCRIPT], capture_output=True,
+                         text=True, check=True).stdout.splitlines()
+    assert out[0] == '[]'                          # nothing of S3, HDFS or MongoDB yet
+    assert out[1] == 'LocalFileSystem'
+    assert out[2] == 'S3FileSystem True'
+    assert out[3] == 'True'
+    assert out[4] == 'hdfs: pipeline_options is not set'    # HadoopFileSystem, loaded

@@ -74,6 +74,9 @@ def _harness() -> int:
     """Runs Beam's SDK harness in this process (its environment names the runner); the exit
     code."""
     from apache_beam.runners.worker import sdk_worker_main
+
+    from beamcrawl.transforms.runners.sampler import prompt_state_sampler
+    prompt_state_sampler()
     try:
         sdk_worker_main.main([])
         return 0

@@ -24,11 +24,14 @@ from apache_beam.options import pipeline_options as po
 from beamcrawl.transforms.base.errors import UserError
 from beamcrawl.transforms.base.metrics import NAMESPACE
 from beamcrawl.transforms.runners import portable
+from beamcrawl.transforms.runners.sampler import prompt_state_sampler
 
 __all__ = ['parse_now', 'format_time', 'split_beam_args', 'local_workers', 'make_pipeline',
            'run_pipeline', 'counters_of']
 
 log = logging.getLogger('beamcrawl')
+
+prompt_state_sampler()      # every bundle of this process's pipelines ends at once (sampler.py)
 
 # Fork servers of the local runner's workers for the pipeline being built (localworker.py).
 _fork_servers: List = []

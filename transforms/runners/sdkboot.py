@@ -69,6 +69,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     # its error output (the pool's or the TaskManager's log), not into a pipe that fills up.
     sys.stdout = sys.stderr
     from apache_beam.runners.worker import sdk_worker_main
+
+    from beamcrawl.transforms.runners.sampler import prompt_state_sampler
+    prompt_state_sampler()
     sdk_worker_main.main([])
     return 0
 

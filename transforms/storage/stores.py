@@ -18,15 +18,18 @@ options come from the command line: FileSystems.set_options in pipelines/cli.py;
 from the pipeline's options).
 """
 
+import importlib
 import os
 import shutil
+import sys
 import uuid
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.io.localfilesystem import LocalFileSystem
 
-__all__ = ['Store', 'LocalStore', 'HdfsStore', 'S3Store', 'store_for', 'explain', 'check_options']
+__all__ = ['Store', 'LocalStore', 'HdfsStore', 'S3Store', 'store_for', 'explain', 'check_options',
+           'load_filesystems_on_demand']
 
 
 class Store:
@@ -415,7 +418,37 @@ def _share_s3_clients() -> None:
     boto3_client.Client.__init__ = __init__
 
 
-_share_s3_clients()
+# Beam's S3 filesystem, which the `beamcrawl` program loads only when a path names s3://
+# (pipelines/cli.py); then its clients are shared once it is loaded (load_filesystems_on_demand).
+_S3_FILESYSTEM = 'apache_beam.io.aws.s3filesystem'
+
+if sys.modules.get(_S3_FILESYSTEM, 0) is not None:
+    _share_s3_clients()
+
+
+def load_filesystems_on_demand(deferred: Dict[str, str]) -> None:
+    """Once Beam is imported without the filesystems of `deferred` ({scheme: module}, marked
+    absent in sys.modules by the `beamcrawl` program: their clients cost 0.11 s of every
+    command's start): a filesystem is imported, and so known to Beam's FileSystems, when a path
+    first names its scheme. Forked local workers inherit this."""
+    if not deferred:
+        return
+    for name in deferred.values():
+        if sys.modules.get(name, 0) is None:
+            del sys.modules[name]
+    lookup = FileSystems.get_filesystem
+
+    def get_filesystem(path):
+        name = deferred.pop(FileSystems.get_scheme(path) or '', None)
+        if name is not None:
+            try:
+                importlib.import_module(name)
+            except ImportError:     # its client is not installed: Beam says so (ValueError)
+                pass
+            if name == _S3_FILESYSTEM:
+                _share_s3_clients()
+        return lookup(path)
+    FileSystems.get_filesystem = staticmethod(get_filesystem)
 
 
 def _status(error) -> int:
