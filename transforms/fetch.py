@@ -25,12 +25,11 @@ from beamcrawl.transforms.fetcher.journal.paths import new_run_id
 from beamcrawl.transforms.fetcher.journal.publishing import WarcInfo, publish_journals
 from beamcrawl.transforms.fetcher.journal.queuetimes import (read_queue_times, run_queue_times,
                                                              write_queue_times)
-from beamcrawl.transforms.fetcher.journal.reading import JournalState, read_journals
+from beamcrawl.transforms.fetcher.journal.reading import JournalState, committed, read_journals
 from beamcrawl.transforms.fetcher.journal.writing import JournalWriter, commit_run
 from beamcrawl.transforms.fetcher.queues import KeyByQueue
 from beamcrawl.transforms.fetcher.result import FetchResult
 from beamcrawl.transforms.fetcher.streaming.driver import StreamingFetch
-from beamcrawl.transforms.policy.partition import partition
 from beamcrawl.transforms.policy.urls import UrlPolicy
 from beamcrawl.transforms.runners.runtime import run_pipeline
 from beamcrawl.transforms.storage import fs
@@ -93,7 +92,8 @@ class _FetchFn(beam.DoFn):
 
 class FetchSegment(beam.PTransform):
     """PBegin → the segment's fetch journal, in batch; returns a PCollection holding the path of
-    the run's commit file (fetcher/journal/writing.py).
+    the run's commit file (fetcher/journal/writing.py), or nothing when no URL was left to
+    fetch (then the caller commits the run empty: BatchFetch.run).
 
     Args (keyword-only):
       generate_files: the segment's fetch-list part files (read here, each whole by one task).
@@ -124,16 +124,13 @@ class FetchSegment(beam.PTransform):
         done, journal_dir, run_id, slots = self.done, self.journal_dir, self.run_id, self.slots
         return (pbegin
                 | 'ReadFetchList' >> ReadParts(self.generate_files, whole_files=True)
-                | 'Complete' >> beam.Map(complete_datum)
-                | 'SkipDone' >> beam.Filter(lambda record: record['url'] not in done)
-                | 'KeyByQueue' >> KeyByQueue(mode=self.settings.queue_mode, policy=self.policy)
-                | 'KeyBySlot' >> beam.MapTuple(lambda queue, record: (
-                    partition(queue or record['url'], slots), (queue, record)))
+                | 'KeyBySlot' >> KeyByQueue(mode=self.settings.queue_mode, policy=self.policy,
+                                            prepare=complete_datum, skip=done, slots=slots)
                 | 'GroupSlots' >> beam.GroupByKey()
                 | 'Fetch' >> beam.ParDo(_FetchFn(
                     settings=self.settings, http=self.http, policy=self.policy, now=self.now,
                     journal_dir=journal_dir, run_id=run_id, queue_times=self.queue_times))
-                | 'Journals' >> beam.combiners.ToList()
+                | 'Journals' >> beam.combiners.ToList().without_defaults()
                 | 'Commit' >> beam.Map(lambda paths: commit_run(journal_dir, run_id, paths)))
 
 
@@ -148,6 +145,10 @@ class BatchFetch:
 
     def run(self, pipeline: beam.Pipeline, run: 'FetchRun') -> FetchResult:
         counters = run_pipeline(pipeline, run.what)
+        if committed(run.journal_dir, run.run_id) is None:
+            # No bundle wrote a journal (nothing was left to fetch), so the pipeline's commit
+            # step had no input: the run is committed empty here (FetchSegment).
+            commit_run(run.journal_dir, run.run_id, [])
         return FetchResult(
             left=counters.get(metrics.FETCH_LEFT, 0),
             queue_times=run_queue_times(run.journal_dir, run.run_id, run.before.queue_times),

@@ -80,7 +80,16 @@ class Fetcher:
             threads_per_queue=settings.threads_per_queue,
             max_exceptions=settings.max_exceptions, exception_delay=settings.exception_delay,
             next_allowed=queue_times)
-        self.cond = threading.Condition()
+        # One lock, three kinds of waiters: the caller and fetch threads waiting for room for
+        # results (cond); idle fetch threads (_idle); and the one idle thread that waits for the
+        # next queue to become ready (_timer). An event wakes the threads it concerns, not all
+        # of them: with 30 threads, waking every one at each request cost a third of the
+        # fetch's CPU and delayed the requests of the moment (docs/performance.md).
+        lock = threading.RLock()
+        self.cond = threading.Condition(lock)
+        self._idle = threading.Condition(lock)
+        self._timer = threading.Condition(lock)
+        self._timer_held = False
         self.results: List[Tuple[str, dict]] = []
         self._result_bytes = 0
         self._result_cap = http.hard_limit if http.content_limit < 0 else \
@@ -111,7 +120,7 @@ class Fetcher:
         with self.cond:
             self._seen.add(record['url'])
             self._enqueue(_Item(record, qid))
-            self.cond.notify_all()
+            self._wake_fetchers()
 
     def outstanding(self) -> int:
         with self.cond:
@@ -131,6 +140,7 @@ class Fetcher:
         with self.cond:
             self._closed = True
             self.cond.notify_all()
+            self._wake_fetchers(everyone=True)
 
     def done(self) -> bool:
         """Every URL done and every record taken."""
@@ -166,6 +176,7 @@ class Fetcher:
                 else:
                     self._emit_fetch(item, 'notfetching', None, error=f'fetch stopped: {reason}')
             self.cond.notify_all()
+            self._wake_fetchers(everyone=True)
         if not self._interrupted:
             self.http.cut_all()
 
@@ -178,6 +189,16 @@ class Fetcher:
             self.progress.active_queues = self.queues.active_queues()
             self.progress.waiting = self.queues.pending_count
             return dataclasses.replace(self.progress)
+
+    def _wake_fetchers(self, everyone: bool = False) -> None:
+        """The queues changed: the thread waiting for the next ready queue recomputes its wait
+        and one idle thread looks for work (every thread, with `everyone`: the end)."""
+        if everyone:
+            self._timer.notify_all()
+            self._idle.notify_all()
+        else:
+            self._timer.notify()
+            self._idle.notify()
 
     def _count_locked(self, name: str) -> None:
         """A count from a fetch thread (the Requester's callback)."""
@@ -245,13 +266,22 @@ class Fetcher:
                         continue
                     queue, item, wait = self.queues.next_ready(time.time())
                     if item is not None:
+                        self._idle.notify()        # the next ready item, if any, is another's
                         break
                     if self._closed and self.queues.pending_count == 0 \
                             and self.queues.in_progress_count == 0:
                         self._stopped = True
                         self.cond.notify_all()
+                        self._wake_fetchers(everyone=True)
                         return
-                    self.cond.wait(min(wait if wait is not None else 0.5, 0.5))
+                    if self._timer_held:
+                        self._idle.wait(0.5)
+                        continue
+                    self._timer_held = True
+                    try:
+                        self._timer.wait(min(wait if wait is not None else 0.5, 0.5))
+                    finally:
+                        self._timer_held = False
             try:
                 outcome = self._fetch(item)
                 if outcome.meta is not None:
@@ -273,6 +303,7 @@ class Fetcher:
                 for lost in dropped:
                     self._emit_fetch(lost, 'notfetching', None)
                 self.cond.notify_all()
+                self._timer.notify()               # the queue's next item has a new time
 
     def _record(self, item: _Item, outcome: Outcome) -> None:
         if outcome.protocol == 'exception' and self._no_more and outcome.cut:
