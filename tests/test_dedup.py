@@ -4,6 +4,7 @@ copied byte for byte, the others keep their order, keys files and partitioning, 
 after dedup still merges part by part; on a local disk, HDFS and S3."""
 
 import collections
+import itertools
 import os
 import random
 
@@ -11,6 +12,8 @@ import pytest
 
 from beamcrawl.transforms.engine.partitions import aligned_parts
 from beamcrawl.transforms.policy.indexing import INDEXABLE, original_key
+from beamcrawl.transforms.policy.simhash import (SIMHASH_KEY, from_hex, groups_of_pairs, hamming,
+                                                 to_hex)
 from beamcrawl.transforms.storage import fs, keysfile
 from beamcrawl.transforms.storage.layout import CrawlLayout
 from beamcrawl.transforms.storage.parts import iter_records
@@ -187,3 +190,122 @@ def test_dedup_on_every_store(store, tmp_path):
     assert after == oracle(before)
     assert crawl.crawldb.read_note('_partitions') == partitions
     assert aligned_parts(crawl.crawldb, int(partitions)) is not None
+
+
+# -- dedup --near (near-duplicates by SimHash; policy/simhash.py) -------------------------------
+
+def near_records(n=500, seed=11, distance=3):
+    """A crawldb whose fetched pages carry fingerprints in planted clusters (members a few bits
+    apart, some beyond the distance) among unrelated ones, some sharing signatures too, and
+    pages of other statuses with the same fingerprints (never grouped)."""
+    rnd = random.Random(seed)
+    statuses = ['db_fetched', 'db_notmodified', 'db_unfetched', 'db_gone']
+    bases = [rnd.getrandbits(64) for _ in range(n // 6)]
+    records = []
+    for i in range(n):
+        status = rnd.choices(statuses, weights=[6, 2, 2, 1])[0]
+        value = rnd.choice(bases) if i % 3 else rnd.getrandbits(64)
+        for bit in rnd.sample(range(64), rnd.randint(0, distance + 2)):
+            value ^= 1 << bit
+        meta = {} if i % 23 == 0 else {SIMHASH_KEY: to_hex(value)}
+        records.append(crawl_datum(
+            f'http://n{i % 7}.test/{"q" * (i % 3)}{i}', status,
+            fetch_time=NOW - rnd.randint(0, 3) * 86400000, fetch_interval=86400,
+            score=rnd.choice([1.0, 2.0]), signature=b'sig-%d' % rnd.randint(0, n),
+            metadata=meta))
+    return records
+
+
+def near_oracle(records, distance):
+    """url → status after `dedup --near`, by the definition: groups joined by a shared
+    signature or by fingerprints within the distance, compared pair by pair."""
+    pages = [r for r in records if r['status'] in INDEXABLE]
+    pairs = []
+    for a, b in itertools.combinations(pages, 2):
+        fa, fb = (from_hex(r['metadata'].get(SIMHASH_KEY, '')) for r in (a, b))
+        if (a['signature'] and a['signature'] == b['signature']) or \
+                (fa is not None and fb is not None and hamming(fa, fb) <= distance):
+            pairs.append((original_key(a), original_key(b)))
+    out = {r['url']: r['status'] for r in records}
+    for group in groups_of_pairs(tuple(sorted(p)) for p in pairs):
+        for key in group[1:]:
+            out[key[-1]] = 'db_duplicate'
+    return out
+
+
+@pytest.mark.parametrize('layout,workers', [('partitioned-keys', 'parallel'),
+                                            ('one-part', 'in-process')])
+def test_dedup_near_marks_what_comparing_every_pair_marks(tmp_path, layout, workers):
+    records = near_records()
+    expected = near_oracle(records, 3)
+    marked = sum(s == 'db_duplicate' for s in expected.values())
+    exact = sum(s == 'db_duplicate' for s in oracle(records).values())
+    assert 30 < marked and exact < marked            # more than the signatures alone find
+    crawl = str(tmp_path / 'crawl')
+    write_layout(crawl, layout, records)
+    proc = run_cli('dedup', crawl, '--near',
+                   *(IN_PROCESS if workers == 'in-process' else PARALLEL))
+    assert f'dedup: {marked} pages marked db_duplicate' in proc.stdout
+    assert {u: r['status'] for u, r in read_db(crawl).items()} == expected
+    wider = str(tmp_path / 'wider')
+    write_layout(wider, layout, records)
+    proc = run_cli('dedup', wider, '--near', '--distance', '5', *IN_PROCESS)
+    assert {u: r['status'] for u, r in read_db(wider).items()} == near_oracle(records, 5)
+
+
+@pytest.mark.parametrize('args,message', [
+    (['--distance', '3'], '--distance goes with --near'),
+    (['--near', '--distance', '16'], '--distance 16: expected 0 to 15 bits'),
+    (['--near', '-D', 'dedup.near.distance=-1'], 'dedup.near.distance'),
+])
+def test_dedup_near_refuses_a_bad_distance(tmp_path, args, message):
+    crawl = str(tmp_path / 'crawl')
+    write_layout(crawl, 'one-part', dedup_records(20))
+    proc = run_cli('dedup', crawl, *args, check=False)
+    assert proc.returncode == 2 and message in proc.stderr and 'Traceback' not in proc.stderr
+
+
+def _article(seed, words=320):
+    rnd = random.Random(seed)
+    vocab = [f'term{i}' for i in range(4000)]
+    return ' '.join(rnd.choice(vocab) for _ in range(words))
+
+
+def test_dedup_near_after_a_crawl_marks_the_near_copies(tmp_path):
+    """A crawl of a web with an article, its printable copy (another date line), a mirror of it
+    on another host (one word changed) and a different article: parse fingerprints the texts,
+    updatedb keeps the fingerprints in the crawldb, `dedup --near` marks the copies but the
+    shortest URL, and `dedup` alone (exact signatures of the bytes) marks nothing."""
+    from tests.testweb import Page, TestWeb, html_page
+    article = _article(1)
+    words = article.split()
+    mirrored = ' '.join(words[:200] + ['mirrored'] + words[201:])
+    robots = Page(body=b'User-agent: *\nAllow: /\n', content_type='text/plain')
+    sites = {
+        'news.test': {'/robots.txt': robots,
+                      '/a1': html_page('Story', f'<p>Posted 2026-11-20. {article}</p>'),
+                      '/a1-print': html_page('Story', f'<p>Posted 2026-11-21. {article}</p>'),
+                      '/a2': html_page('Other', f'<p>Posted 2026-11-20. {_article(2)}</p>')},
+        'mirror.test': {'/copy/a1': html_page('Story', f'<p>Posted 2026-11-20. {mirrored}</p>'),
+                        '/robots.txt': robots}}
+    urls = ['http://news.test/a1', 'http://news.test/a1-print', 'http://news.test/a2',
+            'http://mirror.test/copy/a1']
+    with TestWeb(sites) as web:
+        crawl = str(tmp_path / 'crawl')
+        seeds = write_seeds(tmp_path / 'seeds', urls)
+        conf = ['-D', 'http.agent.name=testbot', '-D', 'http.proxy.host=127.0.0.1',
+                '-D', f'http.proxy.port={web.port}', '-D', 'fetcher.server.delay=0',
+                '-D', 'domain.extra.suffixes=test', '--now', NOW_TEXT]
+        for command in (['inject', crawl, seeds], ['generate', crawl], ['fetch', crawl],
+                        ['parse', crawl], ['updatedb', crawl]):
+            run_cli(*command, *conf)
+    db = read_db(crawl)
+    fingerprints = {u: from_hex(db[u]['metadata'][SIMHASH_KEY]) for u in urls}
+    assert hamming(fingerprints[urls[0]], fingerprints[urls[1]]) <= 3
+    assert hamming(fingerprints[urls[0]], fingerprints[urls[3]]) <= 3
+    assert hamming(fingerprints[urls[0]], fingerprints[urls[2]]) > 10
+    assert 'dedup: 0 pages marked' in run_cli('dedup', crawl, *conf[-2:]).stdout
+    assert 'dedup: 2 pages marked' in run_cli('dedup', crawl, '--near', *conf[-2:]).stdout
+    statuses = {u: r['status'] for u, r in read_db(crawl).items()}
+    assert statuses == {urls[0]: 'db_fetched', urls[1]: 'db_duplicate', urls[2]: 'db_fetched',
+                        urls[3]: 'db_duplicate'}

@@ -1,6 +1,8 @@
 """dedup (Nutch's DeduplicationJob): of each group of fetched pages sharing a content signature,
 all but one become db_duplicate (the one kept: policy/indexing.py `original_key`: the highest
-score, then the shortest URL, then the earliest fetch).
+score, then the shortest URL, then the earliest fetch). With `near` (a distance in bits), a
+group is also made of pages whose SimHash fingerprints are that close, transitively
+(`dedup --near`; below).
 
 `Dedup` is the stage, a bulk join that reads the crawldb twice (docs/performance.md, "dedup"):
 
@@ -15,6 +17,18 @@ score, then the shortest URL, then the earliest fetch).
   (with its keys file); a part with some is written again in the same order, every other record
   as its bytes. Parts keep their names and order and the version keeps its `_partitions` note,
   so the update after dedup still merges the crawldb part by part (engine/partitions.py).
+
+With `near`, Signatures and Groups are replaced by three steps (policy/simhash.py):
+
+    crawldb units ──NearKeys──▶ (bucket, [(signature or band, fingerprint, page)]) ──GroupByKey──▶
+        Pairs ──▶ pairs of pages ──one GroupByKey──▶ NearGroups ──▶ (part, [duplicate URLs])
+
+* NearKeys gives each fetched page its candidate keys: its signature and the bands of its
+  fingerprint (crawldb metadata `_simhash_`, from its parse).
+* Pairs compares, per key, only the pages that share it: a signature's pages are chained, a
+  band's are compared two by two (within the distance or not).
+* NearGroups joins the pairs into groups in one process (only pages that have a near-duplicate
+  reach it) and names all but the one kept of each group.
 """
 
 import collections
@@ -29,6 +43,8 @@ import fastavro
 from beamcrawl.transforms.base import metrics
 from beamcrawl.transforms.engine.units import RECORDS_PER_UNIT, Unit, avro_units, spread
 from beamcrawl.transforms.policy.indexing import INDEXABLE, duplicates_of, original_key
+from beamcrawl.transforms.policy.simhash import (SIMHASH_KEY, band_widths, bands, from_hex,
+                                                 groups_of_pairs, near_pairs)
 from beamcrawl.transforms.runners.runtime import workers_of
 from beamcrawl.transforms.storage import container, fs, keysfile, partwriter
 from beamcrawl.transforms.storage.databases import PARTITIONS_NOTE, DbLayout, DbUpdate
@@ -41,6 +57,8 @@ DUPLICATE = 'db_duplicate'
 # in one process; a 1M-URL crawldb with 667k fetched pages: 1.17 GB peak RSS for the command and
 # its workers, bench/README.md).
 _BUCKETS_PER_WORKER = 4
+# `dedup --near`: a band value shared by more pages than this is not searched for pairs.
+_MAX_BAND_PAGES = 2000
 
 
 def _parsed_schema():
@@ -129,6 +147,79 @@ class _GroupsFn(beam.DoFn):
             yield path, urls
 
 
+class _NearKeysFn(beam.DoFn):
+    """`dedup --near`: a unit → (bucket, [(candidate key, fingerprint, page)]) for its fetched
+    pages, where a page is (original_key, part) and its candidate keys are its signature (exact
+    duplicates) and the `distance + 1` bands of its SimHash fingerprint (policy/simhash.py):
+    two pages within the distance share a band."""
+
+    def __init__(self, buckets: int, distance: int):
+        self.buckets, self.distance = buckets, distance
+
+    def process(self, unit: Unit):
+        n, distance = self.buckets, self.distance
+        lists: Dict[int, list] = collections.defaultdict(list)
+        for record in _fetched_records(unit):
+            page = (original_key(record), unit.path)
+            signature = record.get('signature')
+            if signature:
+                lists[zlib.crc32(signature) % n].append((signature, None, page))
+            fingerprint = from_hex((record.get('metadata') or {}).get(SIMHASH_KEY, ''))
+            if fingerprint is not None:
+                for band in bands(fingerprint, distance):
+                    lists[zlib.crc32(repr(band).encode()) % n].append((band, fingerprint, page))
+        yield from lists.items()
+
+
+class _NearPairsFn(beam.DoFn):
+    """(bucket, lists) → (None, [pairs of pages]): the pages sharing a signature, chained, and
+    those sharing a band value whose fingerprints are within the distance. A band value shared
+    by more than _MAX_BAND_PAGES pages is left out (counted): its pairs would be too many to
+    compare, and such pages (boilerplate only, near-empty) are rarely what dedup is for."""
+
+    def __init__(self, distance: int):
+        self.distance = distance
+        self.crowded = metrics.counter(metrics.DEDUP_NEAR_CROWDED)
+
+    def process(self, item):
+        _, lists = item
+        groups: Dict[object, list] = collections.defaultdict(list)
+        for entries in lists:
+            for key, fingerprint, page in entries:
+                groups[key].append((page, fingerprint))
+        pairs = []
+        for key, members in groups.items():
+            if len(members) < 2:
+                continue
+            if isinstance(key, bytes):                     # one signature: all one group
+                pages = sorted(page for page, _ in members)
+                pairs.extend(zip(pages, pages[1:]))
+            elif len(members) > _MAX_BAND_PAGES:
+                self.crowded.inc()
+            else:
+                pairs.extend(near_pairs(members, self.distance))
+        if pairs:
+            yield None, pairs
+
+
+class _NearGroupsFn(beam.DoFn):
+    """(None, [pairs]) → (part, [URLs to mark]): the groups the pairs join (transitively, in
+    one process: only pages with a near-duplicate get here), all but the one kept of each."""
+
+    def __init__(self):
+        self.duplicates = metrics.counter(metrics.DEDUP_DUPLICATES)
+
+    def process(self, item):
+        _, lists = item
+        marked: Dict[str, List[str]] = collections.defaultdict(list)
+        for group in groups_of_pairs(pair for pairs in lists for pair in pairs):
+            for key, path in duplicates_of(group):
+                marked[path].append(key[-1])
+        for path, urls in marked.items():
+            self.duplicates.inc(len(urls))
+            yield path, urls
+
+
 class _RewriteFn(beam.DoFn):
     """(old part, [[URLs to mark], ...]) → the part of the new version in `out_dir`, same name."""
 
@@ -185,9 +276,11 @@ class Dedup(beam.PTransform):
     """PBegin → PCollection[part file]: the crawldb `crawldb` with its duplicates marked,
     written as its new version `out` (parts named and ordered as the current version's)."""
 
-    def __init__(self, *, crawldb: DbLayout, out: DbUpdate):
+    def __init__(self, *, crawldb: DbLayout, out: DbUpdate, near: Optional[int] = None):
         super().__init__()
-        self.crawldb, self.out = crawldb, out
+        self.crawldb, self.out, self.near = crawldb, out, near
+        if near is not None:
+            band_widths(near)                   # ValueError for a distance out of range
         self.parts = crawldb.part_files()
         self.units = avro_units([('old', p) for p in self.parts], schema=CRAWL_DATUM_SCHEMA,
                                 per_unit=RECORDS_PER_UNIT)
@@ -198,12 +291,22 @@ class Dedup(beam.PTransform):
         if partitioned is not None:
             self.out.write_note(PARTITIONS_NOTE, partitioned)
         workers = workers_of(pbegin.pipeline)
-        marked = (pbegin
-                  | 'Units' >> beam.Create(spread(self.units, workers))
-                  .with_output_types(typing.Any)
-                  | 'Signatures' >> beam.ParDo(_SignaturesFn(_BUCKETS_PER_WORKER * workers))
-                  | 'BySignature' >> beam.GroupByKey()
-                  | 'Groups' >> beam.ParDo(_GroupsFn()))
+        units = (pbegin
+                 | 'Units' >> beam.Create(spread(self.units, workers))
+                 .with_output_types(typing.Any))
+        buckets = _BUCKETS_PER_WORKER * workers
+        if self.near is None:
+            marked = (units
+                      | 'Signatures' >> beam.ParDo(_SignaturesFn(buckets))
+                      | 'BySignature' >> beam.GroupByKey()
+                      | 'Groups' >> beam.ParDo(_GroupsFn()))
+        else:
+            marked = (units
+                      | 'NearKeys' >> beam.ParDo(_NearKeysFn(buckets, self.near))
+                      | 'ByKey' >> beam.GroupByKey()
+                      | 'Pairs' >> beam.ParDo(_NearPairsFn(self.near))
+                      | 'AllPairs' >> beam.GroupByKey()
+                      | 'NearGroups' >> beam.ParDo(_NearGroupsFn()))
         every = pbegin | 'EveryPart' >> beam.Create([(p, None) for p in self.parts])
         return ((marked, every)
                 | 'All' >> beam.Flatten()

@@ -19,6 +19,7 @@ from beamcrawl.transforms.policy.html import Parse, parse_document
 from beamcrawl.transforms.policy.outlinks import OutlinkRules, filter_outlinks
 from beamcrawl.transforms.policy.scoring import CRAWL_SCORE_KEY, OpicScoring
 from beamcrawl.transforms.policy.signature import signature
+from beamcrawl.transforms.policy.simhash import SIMHASH_KEY, simhash, to_hex
 from beamcrawl.transforms.policy.urls import UrlPolicy
 from beamcrawl.transforms.storage.parts import ReadParts, Record, WriteParts, count_records
 from beamcrawl.transforms.storage.records import SCHEMAS, crawl_datum, parse_data, parse_text
@@ -97,13 +98,15 @@ class _ParseFn(metrics.CountingDoFn):
         s = self.settings
         digest = signature(s.signature_kind, content=content['content'], text=parse.text,
                            url=url, min_token_len=s.min_token_len, quant_rate=s.quant_rate)
+        fingerprint = simhash(parse.text)
+        near = {SIMHASH_KEY: to_hex(fingerprint)} if fingerprint is not None else {}
         yield beam.pvalue.TaggedOutput(PARSE_TEXT, parse_text(url, parse.text))
         yield beam.pvalue.TaggedOutput(PARSE_DATA, parse_data(
             url, title=parse.title, parse_status=parse.status, outlinks=outlinks,
             metadata={**parse.metadata, 'nutch.content.digest': digest.hex(),
-                      FETCH_TIME_KEY: str(content['fetch_time'])}))
+                      FETCH_TIME_KEY: str(content['fetch_time']), **near}))
         yield crawl_datum(url, 'signature', fetch_time=self.now, fetch_interval=0,
-                          signature=digest)
+                          signature=digest, metadata=near)
         refresh = self._refresh_target(url, parse, denied)
         if refresh is not None:
             yield refresh

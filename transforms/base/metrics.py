@@ -74,6 +74,7 @@ INDEX_DELETED = 'index.deleted.'                # + the crawldb status that remo
 INDEX_SKIPPED = 'index.skipped'                 # fetched pages whose parse failed or is missing
 INDEX_SHARDS_WRITTEN = 'index.shards_written'   # shards given a new version
 DEDUP_DUPLICATES = 'dedup.duplicates'           # pages marked db_duplicate
+DEDUP_NEAR_CROWDED = 'dedup.near.crowded_bands'  # band values shared by too many pages
 
 # sitemap (transforms/sitemap.py)
 SITEMAP_SITES = 'sitemap.sites'                  # sites whose robots.txt was read (--from-robots)

@@ -24,6 +24,7 @@ from typing import List, Optional, Sequence, Tuple
 from beamcrawl.transforms.policy.protocol import NOT_ATTEMPTED
 from beamcrawl.transforms.policy.schedule import (STATE_MODIFIED, STATE_NOTMODIFIED, STATE_UNKNOWN,
                                                   FetchSchedule)
+from beamcrawl.transforms.policy.simhash import SIMHASH_KEY
 from beamcrawl.transforms.storage.records import METADATA_GENERATE_TIME, STATUS_CODES
 
 __all__ = ['UpdateRules', 'merge_url', 'pick_fetch', 'top_links', 'merge_links_only']
@@ -93,8 +94,9 @@ def merge_url(olds: Sequence[dict], fetches: Sequence[dict], links: Sequence[dic
             old['score'] if old else None, base['score'], link_scores)))
         return result, fetch['protocol_status']
 
-    signature = max(signatures, key=lambda s: (s['fetch_time'], s['signature'] or b'')
-                    )['signature'] if signatures else fetch['signature']
+    newest = max(signatures, key=lambda s: (s['fetch_time'], s['signature'] or b'')
+                 ) if signatures else None
+    signature = newest['signature'] if newest is not None else fetch['signature']
     prev_fetch = old['fetch_time'] if old else 0
     prev_mod = old['modified_time'] if old else 0
     result = dict(fetch, protocol_status=None, http_code=None)
@@ -127,6 +129,8 @@ def merge_url(olds: Sequence[dict], fetches: Sequence[dict], links: Sequence[dic
                                   signature=old_signature if same else signature), state)
         if same:
             result['modified_time'] = prev_mod
+        if newest is not None:
+            result['metadata'] = _with_fingerprint(result['metadata'], newest['metadata'])
         result = _force_refetch_if_needed(result, rules, now)
     elif status in ('fetch_redir_temp', 'fetch_redir_perm'):
         kept = signature if signature is not None else old_signature
@@ -153,6 +157,15 @@ def merge_url(olds: Sequence[dict], fetches: Sequence[dict], links: Sequence[dic
     result['score'] = scoring.update_db_score(old['score'] if old else None, result['score'],
                                               link_scores)
     return _without_marker(result), ('updated' if old is not None else 'added')
+
+
+def _with_fingerprint(metadata: dict, parsed: dict) -> dict:
+    """A fetched page's metadata with the SimHash fingerprint of its new parse (or none, when
+    the new parse has no words: an older one no longer describes the page)."""
+    out = {k: v for k, v in metadata.items() if k != SIMHASH_KEY}
+    if parsed and SIMHASH_KEY in parsed:
+        out[SIMHASH_KEY] = parsed[SIMHASH_KEY]
+    return out
 
 
 def merge_links_only(old_score: float, links: Sequence[dict], rules: UpdateRules
