@@ -22,6 +22,7 @@ import importlib
 import os
 import shutil
 import sys
+import threading
 import uuid
 from typing import Dict, List, Optional, Tuple
 
@@ -437,16 +438,21 @@ def load_filesystems_on_demand(deferred: Dict[str, str]) -> None:
         if sys.modules.get(name, 0) is None:
             del sys.modules[name]
     lookup = FileSystems.get_filesystem
+    loading = threading.Lock()
 
     def get_filesystem(path):
-        name = deferred.pop(FileSystems.get_scheme(path) or '', None)
-        if name is not None:
-            try:
-                importlib.import_module(name)
-            except ImportError:     # its client is not installed: Beam says so (ValueError)
-                pass
-            if name == _S3_FILESYSTEM:
-                _share_s3_clients()
+        scheme = FileSystems.get_scheme(path) or ''
+        if scheme in deferred:
+            with loading:                       # another thread's path waits for the import
+                name = deferred.get(scheme)
+                if name is not None:
+                    try:
+                        importlib.import_module(name)
+                    except ImportError:  # its client is not installed: Beam says so (ValueError)
+                        pass
+                    if name == _S3_FILESYSTEM:
+                        _share_s3_clients()
+                    del deferred[scheme]
         return lookup(path)
     FileSystems.get_filesystem = staticmethod(get_filesystem)
 
