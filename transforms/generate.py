@@ -9,6 +9,7 @@ Without a per-host cap the global step is a plain Top-N combiner.
 """
 
 import io
+import pickle
 import typing
 from operator import itemgetter
 from typing import Dict, Optional, Tuple
@@ -162,8 +163,9 @@ class _MergeTopCombineFn(beam.CombineFn):
 
 
 class _AssignFn(beam.DoFn):
-    """All groups [(group, (due count, [(sort key, count key)]))] → (url, segment index), by the
-    SelectorReducer walk. Only compact tuples come here: the records are joined back afterwards."""
+    """All groups [(group, (due count, [(sort key, count key)]))] → {url: segment index},
+    pickled, by the SelectorReducer walk. Only compact tuples come here: the records are joined
+    back afterwards (_JoinSelectedFn)."""
 
     def __init__(self, *, top_n, max_count, max_segments, trimmed_by_cap):
         self.top_n = top_n
@@ -187,7 +189,32 @@ class _AssignFn(beam.DoFn):
         self.host_capped.inc(result.host_capped + (trimmed if self.trimmed_by_cap else 0))
         self.over_limit.inc(result.over_limit + (0 if self.trimmed_by_cap else trimmed))
         self.hosts_affected.inc(result.hosts_affected)
-        yield from result.segments.items()
+        # One element, the whole assignment pickled: the join reads it as a side input in every
+        # bundle, and Beam decodes a side input entry by entry and weighs what it decoded object
+        # by object (objsize) for its cache: a tenth of generate's CPU for 100k entries. A
+        # bytes object is decoded and weighed at once (docs/performance.md).
+        yield pickle.dumps(result.segments, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+_NO_ASSIGNMENT = pickle.dumps({}, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+class _JoinSelectedFn(beam.DoFn):
+    """(group, (due count, [(sort key, count key, record bytes)])) with the pickled assignment
+    {url: segment index} → (segment index, the selected record marked as generated)."""
+
+    def __init__(self, marker: str):
+        self.marker = marker
+        self._blob = self._segments = None
+
+    def process(self, group, assignment: bytes):
+        if assignment is not self._blob and assignment != self._blob:
+            self._blob, self._segments = assignment, pickle.loads(assignment)
+        segments, marker = self._segments, self.marker
+        for sk, _, record in group[1][1]:
+            segment = segments.get(sk[2])
+            if segment is not None:
+                yield segment, _mark(_decoded(record), marker)
 
 
 class SelectForFetch(beam.PTransform):
@@ -245,20 +272,17 @@ class SelectForFetch(beam.PTransform):
         assigned = (groups
                     | 'Compact' >> beam.Map(lambda g: (g[0], (g[1][0], [
                         (sk, key) for sk, key, _ in g[1][1]])))
-                    | 'AllGroups' >> ToList()
+                    | 'AllGroups' >> ToList().without_defaults()
                     | 'Assign' >> beam.ParDo(_AssignFn(
                         top_n=self.top_n, max_count=self.max_count,
                         max_segments=self.max_segments,
                         trimmed_by_cap=per_host and keep == self.max_count * self.max_segments)))
-        marker = str(self.now)
-
-        def pick(group, segments):
-            for sk, _, record in group[1][1]:
-                segment = segments.get(sk[2])
-                if segment is not None:
-                    yield segment, _mark(_decoded(record), marker)
-
-        return groups | 'JoinSelected' >> beam.FlatMap(pick, beam.pvalue.AsDict(assigned))
+        # (ToList without its default: Beam would hand the list to the step that adds the
+        # default as a side input, decoded and weighed entry by entry; with nothing selected,
+        # the join's side input is the empty assignment.)
+        return groups | 'JoinSelected' >> beam.ParDo(
+            _JoinSelectedFn(str(self.now)),
+            beam.pvalue.AsSingleton(assigned, default_value=_NO_ASSIGNMENT))
 
 
 class _PartOfFn(beam.DoFn):
