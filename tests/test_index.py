@@ -43,6 +43,31 @@ def test_build_document_takes_every_field():
                    'score': 4.0, 'boost': 2.0, 'signature': '53', 'outlinks': 1, 'lang': 'de'}
 
 
+@pytest.mark.parametrize('field,main,meta,text,lang', [
+    ('text', 'the article', {'lang': 'de'}, 'menu the article footer', 'de'),
+    ('main_text', 'the article', {'lang': 'de'}, 'the article', 'de'),
+    ('main_text', '', {}, 'menu the article footer', ''),              # no main text: whole
+    ('text', '', {'lang': 'de', 'lang.detected': 'fr'}, 'menu the article footer', 'fr'),
+    ('text', '', {'lang.detected': 'fr', 'lang.confidence': '0.9'}, 'menu the article footer',
+     'fr'),
+])
+def test_the_indexed_text_and_language(field, main, meta, text, lang):
+    """indexer.text.field picks the whole or the main text (the whole one when a page has no
+    main text); the detected language wins over the declared one (docs/documents.md)."""
+    rules = IndexRules(score_power=0.5, max_text_length=-1, max_anchors=-1, text_field=field)
+    doc = build_document(_db('http://a.test/x'), [], _data('http://a.test/x', **meta),
+                         parse_text('http://a.test/x', 'menu the article footer', main), rules)
+    assert (doc['text'], doc['lang']) == (text, lang)
+
+
+def test_old_parse_text_records_have_no_main_text():
+    rules = IndexRules(score_power=0.5, max_text_length=-1, max_anchors=-1,
+                       text_field='main_text')
+    doc = build_document(_db('http://a.test/x'), [], _data('http://a.test/x'),
+                         {'url': 'http://a.test/x', 'text': 'old'}, rules)
+    assert doc['text'] == 'old'
+
+
 @pytest.mark.parametrize('status,parse_status,expected', [
     ('db_fetched', 'success', True), ('db_notmodified', 'success', True),
     ('db_fetched', 'failed', False), ('db_unfetched', 'success', False),

@@ -32,7 +32,8 @@ def test_parse_content_transform(runner, cfg):
     p = TestPipeline(runner=runner)
     out = p | beam.Create(docs) | ParseContent(settings=settings.parse_settings(cfg),
                                                policy=settings.url_policy(cfg), now=7)
-    assert_that(out[PARSE_TEXT], equal_to([{'url': 'http://www.a.test/', 'text': 'T\nhello AAimgO'}]),
+    assert_that(out[PARSE_TEXT], equal_to([{'url': 'http://www.a.test/',
+                                            'text': 'T\nhello AAimgO', 'main_text': ''}]),
                 label='text')
     assert_that(out[PARSE_DATA] | beam.Map(lambda d: (d['title'], d['parse_status'],
                                                       [o['to_url'] for o in d['outlinks']])),
@@ -108,3 +109,34 @@ def test_fetcher_parse(web, tmp_path, capsys):
     _check_parsed(segment)
     proc = run_cli('parse', crawl, check=False)
     assert proc.returncode == 2 and 'no segment with crawl_fetch and content' in proc.stderr
+
+
+def test_parse_detects_the_language_and_keeps_the_declared_ones_apart(runner):
+    """`lang.detected` and `lang.confidence` from the page's own text (its main text when one is
+    extracted), beside `lang` (<html lang>) and `lang.http` (Content-Language)."""
+    german = ('<html lang="en"><head><title>Radweg</title></head><body><nav>Home News Sport '
+              'Login</nav><article><h1>Neuer Radweg</h1><p>Der Stadtrat hat am Dienstag '
+              'beschlossen, einen neuen Radweg entlang des Flusses zu bauen. Die Arbeiten '
+              'sollen im Frühjahr beginnen und etwa zwei Jahre dauern.</p></article>'
+              '</body></html>').encode()
+    docs = [content('http://www.a.test/de', content_bytes=german, content_type='text/html',
+                    fetch_time=1, http_code=200, headers={'content-language': 'de-DE'}),
+            content('http://www.a.test/n', content_bytes=b'<p>42 17</p>',
+                    content_type='text/html', fetch_time=1, http_code=200)]
+    for extractor in ('none', 'trafilatura'):
+        cfg = load_config(defines=['domain.extra.suffixes=test',
+                                   f'parser.main.text.extractor={extractor}'])
+        with TestPipeline(runner=runner) as p:
+            out = p | beam.Create(docs) | ParseContent(settings=settings.parse_settings(cfg),
+                                                       policy=settings.url_policy(cfg), now=7)
+            assert_that(out[PARSE_DATA] | beam.Map(lambda d: (d['url'], {
+                k: (v if k != 'lang.confidence' else float(v) >= 0.9)
+                for k, v in d['metadata'].items() if k.startswith('lang')})),
+                equal_to([('http://www.a.test/n', {}),
+                          ('http://www.a.test/de', {'lang': 'en', 'lang.http': 'de-DE',
+                                                    'lang.detected': 'de',
+                                                    'lang.confidence': True})]),
+                label='languages')
+            assert_that(out[PARSE_TEXT] | beam.Map(lambda t: (t['url'], bool(t['main_text']))),
+                        equal_to([('http://www.a.test/de', extractor != 'none'),
+                                  ('http://www.a.test/n', False)]), label='main')

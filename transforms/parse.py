@@ -15,10 +15,13 @@ import apache_beam as beam
 
 from beamcrawl.transforms.base import metrics
 from beamcrawl.transforms.policy.domains import choose_repr
+from beamcrawl.transforms.policy.headers import header
 from beamcrawl.transforms.policy.html import Parse, parse_document
+from beamcrawl.transforms.policy.language import detect as detect_language
 from beamcrawl.transforms.policy.outlinks import OutlinkRules, filter_outlinks
 from beamcrawl.transforms.policy.scoring import CRAWL_SCORE_KEY, OpicScoring
 from beamcrawl.transforms.policy.signature import signature
+from beamcrawl.transforms.policy.simhash import MIN_WORDS as SIMHASH_MIN_WORDS
 from beamcrawl.transforms.policy.simhash import SIMHASH_KEY, simhash, to_hex
 from beamcrawl.transforms.policy.urls import UrlPolicy
 from beamcrawl.transforms.storage.parts import ReadParts, Record, WriteParts, count_records
@@ -45,6 +48,7 @@ class ParseSettings:
     filter_urls: bool
     agents: Tuple[str, ...]
     scoring: OpicScoring
+    main_text: str = 'none'           # parser.main.text.extractor (policy/maintext.py)
 
 
 class _ParseFn(metrics.CountingDoFn):
@@ -60,7 +64,8 @@ class _ParseFn(metrics.CountingDoFn):
 
     def _parse(self, content) -> Parse:
         args = (content['content'], content['url'], content['content_type'])
-        kwargs = {'headers': content['headers'], 'agents': self.settings.agents}
+        kwargs = {'headers': content['headers'], 'agents': self.settings.agents,
+                  'main_text_extractor': self.settings.main_text}
         if self.settings.timeout_s < 0:
             try:
                 return parse_document(*args, **kwargs)
@@ -98,13 +103,16 @@ class _ParseFn(metrics.CountingDoFn):
         s = self.settings
         digest = signature(s.signature_kind, content=content['content'], text=parse.text,
                            url=url, min_token_len=s.min_token_len, quant_rate=s.quant_rate)
-        fingerprint = simhash(parse.text)
+        # The page's own words: its main text when one is extracted, else its whole text.
+        own = parse.main_text if s.main_text != 'none' else parse.text
+        fingerprint = simhash(own, min_words=SIMHASH_MIN_WORDS)
         near = {SIMHASH_KEY: to_hex(fingerprint)} if fingerprint is not None else {}
-        yield beam.pvalue.TaggedOutput(PARSE_TEXT, parse_text(url, parse.text))
+        yield beam.pvalue.TaggedOutput(PARSE_TEXT, parse_text(url, parse.text, parse.main_text))
         yield beam.pvalue.TaggedOutput(PARSE_DATA, parse_data(
             url, title=parse.title, parse_status=parse.status, outlinks=outlinks,
             metadata={**parse.metadata, 'nutch.content.digest': digest.hex(),
-                      FETCH_TIME_KEY: str(content['fetch_time']), **near}))
+                      FETCH_TIME_KEY: str(content['fetch_time']), **near,
+                      **_languages(own or parse.text, content['headers'])}))
         yield crawl_datum(url, 'signature', fetch_time=self.now, fetch_interval=0,
                           signature=digest, metadata=near)
         refresh = self._refresh_target(url, parse, denied)
@@ -138,6 +146,20 @@ class _ParseFn(metrics.CountingDoFn):
             metadata['_repr_'] = chosen
         return crawl_datum(target, 'linked', fetch_time=self.now, fetch_interval=0, score=0.0,
                            metadata=metadata)
+
+
+def _languages(text: str, headers) -> dict:
+    """The language detected in the page's own text (`lang.detected`, `lang.confidence`: 0 to
+    1) and the one its Content-Language header declares (`lang.http`), kept apart from the
+    one its <html lang> declares (`lang`, policy/html.py)."""
+    out = {}
+    code, confidence = detect_language(text)
+    if code:
+        out['lang.detected'], out['lang.confidence'] = code, f'{confidence:.3f}'
+    declared = header(headers, 'Content-Language').strip()
+    if declared:
+        out['lang.http'] = declared[:35]
+    return out
 
 
 class ParseContent(beam.PTransform):

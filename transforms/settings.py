@@ -198,7 +198,7 @@ def parse_settings(cfg) -> 'ParseSettings':
             interval_default=cfg['db.fetch.interval.default'], outlinks=outlink_rules(cfg),
             normalize=cfg['parse.normalize.urls'], filter_urls=cfg['parse.filter.urls'],
             agents=agent_names(cfg['http.agent.name'], cfg['http.robots.agents']),
-            scoring=scoring(cfg))
+            scoring=scoring(cfg), main_text=cfg['parser.main.text.extractor'])
 
 
 def schedule(cfg, kind: Optional[str] = None,
@@ -259,4 +259,5 @@ def link_rules(cfg) -> LinkRules:
 def index_rules(cfg) -> IndexRules:
     return IndexRules(score_power=cfg['indexer.score.power'],
                       max_text_length=cfg['indexer.max.content.length'],
-                      max_anchors=cfg['indexer.max.anchors'])
+                      max_anchors=cfg['indexer.max.anchors'],
+                      text_field=cfg['indexer.text.field'])

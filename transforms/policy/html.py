@@ -27,6 +27,7 @@ import lxml.html
 from beamcrawl.transforms.policy.charset import decode_document
 from beamcrawl.transforms.policy.headers import header
 from beamcrawl.transforms.policy.html_tokens import Extract, extract_tokens
+from beamcrawl.transforms.policy.maintext import main_text
 
 __all__ = ['Parse', 'parse_document', 'HTML_TYPES', 'BLOCK_TAGS']
 
@@ -56,6 +57,7 @@ class Parse:
     refresh: Optional[Tuple[str, int]] = None       # (target URL, seconds)
     noindex: bool = False
     nofollow: bool = False
+    main_text: str = ''                  # without boilerplate (policy/maintext.py), if asked
 
 
 def _clean(text: str) -> str:
@@ -107,7 +109,8 @@ def _anchor_text(element) -> str:
 
 
 def parse_html(body: bytes, url: str, *, header_charset: Optional[str] = None,
-               x_robots: str = '', agents: Sequence[str] = ()) -> Parse:
+               x_robots: str = '', agents: Sequence[str] = (),
+               main_text_extractor: str = 'none') -> Parse:
     text, charset, source = decode_document(body, header_charset)
     text = text.replace(_BREAK, ' ')
     meta: Dict[str, str] = {'charset': charset, 'charset.source': source}
@@ -125,7 +128,12 @@ def parse_html(body: bytes, url: str, *, header_charset: Optional[str] = None,
         extract.text = _lines(extract.text)
     else:
         extract = _extract_tree(root)
-    return _apply_rules(extract, url, meta, x_robots, agents)
+    parse = _apply_rules(extract, url, meta, x_robots, agents)
+    if main_text_extractor != 'none' and not parse.noindex:
+        parse.main_text, error = main_text(text, main_text_extractor)
+        if error:
+            meta['main_text.error'] = error
+    return parse
 
 
 def _extract_tree(root) -> Extract:
@@ -227,8 +235,10 @@ def _lines(text: str) -> str:
 
 
 def parse_document(body: bytes, url: str, content_type: str, *,
-                   headers: Optional[Dict[str, str]] = None, agents: Sequence[str] = ()) -> Parse:
-    """Parses one fetched document by its MIME type."""
+                   headers: Optional[Dict[str, str]] = None, agents: Sequence[str] = (),
+                   main_text_extractor: str = 'none') -> Parse:
+    """Parses one fetched document by its MIME type (an HTML page's main text too, by
+    `main_text_extractor`: policy/maintext.py)."""
     mime, _, params = content_type.partition(';')
     mime = mime.strip().lower()
     if mime in ('', 'application/octet-stream'):
@@ -243,7 +253,8 @@ def parse_document(body: bytes, url: str, content_type: str, *,
     if mime in HTML_TYPES or (mime in ('', 'application/octet-stream')
                               and b'<html' in body[:1024].lower()):
         return parse_html(body, url, header_charset=charset,
-                          x_robots=header(headers, 'X-Robots-Tag'), agents=agents)
+                          x_robots=header(headers, 'X-Robots-Tag'), agents=agents,
+                          main_text_extractor=main_text_extractor)
     if mime in TEXT_TYPES:
         text, used, source = decode_document(body, charset)
         meta = {'charset': used, 'charset.source': source}

@@ -28,6 +28,7 @@ class IndexRules:
     score_power: float            # indexer.score.power
     max_text_length: int          # indexer.max.content.length, characters (-1: all)
     max_anchors: int              # indexer.max.anchors (-1: all)
+    text_field: str = 'text'      # indexer.text.field: text or main_text
 
 
 def boost(score: float, power: float) -> float:
@@ -56,7 +57,9 @@ def build_document(db: dict, inlinks: Iterable[Tuple[str, str]], parse_data: Opt
     if parse_data['parse_status'] not in ('success', 'success_redirect'):
         return None
     meta = parse_data.get('metadata') or {}
-    text = (parse_text or {}).get('text', '')
+    texts = parse_text or {}
+    text = (texts.get('main_text') if rules.text_field == 'main_text' else '') or \
+        texts.get('text', '')
     if rules.max_text_length >= 0:
         text = text[:rules.max_text_length]
     db_meta = db.get('metadata') or {}
@@ -72,7 +75,7 @@ def build_document(db: dict, inlinks: Iterable[Tuple[str, str]], parse_data: Opt
         'boost': boost(db['score'], rules.score_power),
         'signature': (db.get('signature') or b'').hex(),
         'outlinks': len(parse_data.get('outlinks') or []),
-        'lang': meta.get('lang', ''),
+        'lang': meta.get('lang.detected') or meta.get('lang', ''),
     }
 
 

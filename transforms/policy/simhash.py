@@ -22,13 +22,16 @@ import hashlib
 import re
 from typing import Dict, Hashable, Iterable, List, Optional, Sequence, Tuple
 
-__all__ = ['SIMHASH_KEY', 'BITS', 'SHINGLE', 'simhash', 'hamming', 'bands', 'band_widths', 'near_pairs',
+__all__ = ['SIMHASH_KEY', 'BITS', 'SHINGLE', 'MIN_WORDS', 'simhash', 'hamming', 'bands', 'band_widths', 'near_pairs',
            'groups_of_pairs', 'near_groups', 'to_hex', 'from_hex']
 
 # The metadata key of a page's fingerprint (16 hex digits): in its parse_data, in the crawl_parse
 # signature record, and so in its crawldb record (policy/updatedb.py).
 SIMHASH_KEY = '_simhash_'
 BITS = 64
+# Pages with fewer words than this get no fingerprint: with so little text, pages that share a
+# template are nearer than their texts are different (parse applies it).
+MIN_WORDS = 50
 SHINGLE = 3                        # words per shingle
 _WORD = re.compile(r'[^\W_]+')
 
@@ -38,10 +41,11 @@ def _hash64(shingle: str) -> int:
                           'big')
 
 
-def simhash(text: str, shingle: int = SHINGLE) -> Optional[int]:
-    """The 64-bit SimHash of `text`'s word shingles; None for a text without words."""
+def simhash(text: str, shingle: int = SHINGLE, min_words: int = 1) -> Optional[int]:
+    """The 64-bit SimHash of `text`'s word shingles; None for a text of fewer than
+    `min_words` words (at least one)."""
     words = [w.lower() for w in _WORD.findall(text or '')]
-    if not words:
+    if not words or len(words) < min_words:
         return None
     n = min(shingle, len(words))
     counts: Dict[str, int] = {}

@@ -81,6 +81,9 @@ PARSE_TEXT_SCHEMA = {
     'fields': [
         {'name': 'url', 'type': 'string'},
         {'name': 'text', 'type': 'string'},
+        # Not in Nutch: the text without boilerplate (parser.main.text.extractor; '' when not
+        # extracted). Segments parsed before it have no such field: read it with .get.
+        {'name': 'main_text', 'type': 'string', 'default': ''},
     ],
 }
 
@@ -177,9 +180,9 @@ def content(url: str, *, content_bytes: bytes, content_type: str, fetch_time: in
     }
 
 
-def parse_text(url: str, text: str) -> dict:
+def parse_text(url: str, text: str, main_text: str = '') -> dict:
     """A ParseText record."""
-    return {'url': url, 'text': text}
+    return {'url': url, 'text': text, 'main_text': main_text}
 
 
 def parse_data(url: str, *, title: str, parse_status: str,
