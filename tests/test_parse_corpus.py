@@ -58,12 +58,13 @@ def test_document(name, cfg):
 @pytest.mark.parametrize('body,content_type,status', [
     (bytes(range(256)) * 8, 'text/html', 'failed'),          # a binary blob labelled text/html
     (b'\x89PNG\r\n\x1a\n' + b'\x00' * 100, 'text/plain', 'failed'),
-    (b'%PDF-1.4 ...', 'application/pdf', 'notparsed'),
+    (b'%PDF-1.4 ...', 'application/pdf', 'failed'),           # a PDF, but a broken one
     (b'GIF89a', 'image/gif', 'notparsed'),
     (b'<html><title>sniffed</title></html>', '', 'success'),
 ])
 def test_non_html_and_binary(body, content_type, status):
-    assert parse_document(body, 'http://a.test/', content_type).status == status
+    assert parse_document(body, 'http://a.test/', content_type,
+                          max_expanded=1 << 20).status == status
 
 
 def test_x_robots_tag_for_another_agent_is_ignored():

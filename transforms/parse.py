@@ -49,6 +49,7 @@ class ParseSettings:
     agents: Tuple[str, ...]
     scoring: OpicScoring
     main_text: str = 'none'           # parser.main.text.extractor (policy/maintext.py)
+    max_expanded: int = 0             # parser.document.max.expanded (policy/documents.py)
 
 
 class _ParseFn(metrics.CountingDoFn):
@@ -65,7 +66,8 @@ class _ParseFn(metrics.CountingDoFn):
     def _parse(self, content) -> Parse:
         args = (content['content'], content['url'], content['content_type'])
         kwargs = {'headers': content['headers'], 'agents': self.settings.agents,
-                  'main_text_extractor': self.settings.main_text}
+                  'main_text_extractor': self.settings.main_text,
+                  'max_expanded': self.settings.max_expanded}
         if self.settings.timeout_s < 0:
             try:
                 return parse_document(*args, **kwargs)

@@ -198,7 +198,8 @@ def parse_settings(cfg) -> 'ParseSettings':
             interval_default=cfg['db.fetch.interval.default'], outlinks=outlink_rules(cfg),
             normalize=cfg['parse.normalize.urls'], filter_urls=cfg['parse.filter.urls'],
             agents=agent_names(cfg['http.agent.name'], cfg['http.robots.agents']),
-            scoring=scoring(cfg), main_text=cfg['parser.main.text.extractor'])
+            scoring=scoring(cfg), main_text=cfg['parser.main.text.extractor'],
+            max_expanded=cfg['parser.document.max.expanded'])
 
 
 def schedule(cfg, kind: Optional[str] = None,

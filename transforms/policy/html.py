@@ -236,9 +236,11 @@ def _lines(text: str) -> str:
 
 def parse_document(body: bytes, url: str, content_type: str, *,
                    headers: Optional[Dict[str, str]] = None, agents: Sequence[str] = (),
-                   main_text_extractor: str = 'none') -> Parse:
+                   main_text_extractor: str = 'none',
+                   max_expanded: Optional[int] = None) -> Parse:
     """Parses one fetched document by its MIME type (an HTML page's main text too, by
-    `main_text_extractor`: policy/maintext.py)."""
+    `main_text_extractor`: policy/maintext.py); PDF, office documents, feeds and XML by
+    policy/documents.py, within `max_expanded` bytes expanded (parser.document.max.expanded)."""
     mime, _, params = content_type.partition(';')
     mime = mime.strip().lower()
     if mime in ('', 'application/octet-stream'):
@@ -262,4 +264,11 @@ def parse_document(body: bytes, url: str, content_type: str, *,
             return Parse('failed', metadata={**meta, 'parse.error': 'binary content, not text'})
         return Parse('success', text='\n'.join(_clean(l) for l in text.splitlines() if l.strip()),
                      metadata=meta)
+    from beamcrawl.transforms.policy import documents       # PDF, office, feeds, XML
+    fmt = documents.document_format(mime, body)
+    if fmt is not None:
+        if max_expanded is None:
+            raise ValueError('parse_document: give max_expanded (parser.document.max.expanded) '
+                             'to parse documents')
+        return documents.parse_binary(body, url, fmt, max_expanded=max_expanded)
     return Parse('notparsed', metadata={'parse.error': f'no parser for {mime or "unknown type"}'})

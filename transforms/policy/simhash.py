@@ -22,8 +22,8 @@ import hashlib
 import re
 from typing import Dict, Hashable, Iterable, List, Optional, Sequence, Tuple
 
-__all__ = ['SIMHASH_KEY', 'BITS', 'SHINGLE', 'MIN_WORDS', 'simhash', 'hamming', 'bands', 'band_widths', 'near_pairs',
-           'groups_of_pairs', 'near_groups', 'to_hex', 'from_hex']
+__all__ = ['SIMHASH_KEY', 'BITS', 'SHINGLE', 'MIN_WORDS', 'simhash', 'hamming', 'bands',
+           'band_widths', 'near_pairs', 'groups_of_pairs', 'near_groups', 'to_hex', 'from_hex']
 
 # The metadata key of a page's fingerprint (16 hex digits): in its parse_data, in the crawl_parse
 # signature record, and so in its crawldb record (policy/updatedb.py).
