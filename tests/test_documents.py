@@ -195,3 +195,42 @@ def test_a_crawl_parses_every_format(tmp_path):
         links = {o['to_url'] for o in record['outlinks']}
         assert {link['url'] for link in expected['links']} <= links
     assert data['http://docs.test/download']['metadata']['document.format'] == 'pdf'
+
+
+@pytest.mark.parametrize('reader,error,counter', [
+    ('tests.sandbox_calls:parse_that_hangs', 'parser.timeout exceeded',
+     'parse.documents.timeout'),
+    ('tests.sandbox_calls:parse_that_crashes', 'the document crashed its reader (signal 11)',
+     'parse.documents.crashed'),
+])
+def test_a_reader_that_hangs_or_crashes_is_a_failed_parse(runner, monkeypatch, reader, error,
+                                                           counter):
+    """Documents are parsed in a child process: a reader stuck (in native code, where a thread
+    cannot be stopped) is killed at parser.timeout, one that crashes its process is reported;
+    the next document is parsed by a new child."""
+    import apache_beam as beam
+    from apache_beam.testing.test_pipeline import TestPipeline
+    from apache_beam.testing.util import assert_that, equal_to
+
+    from beamcrawl.transforms import parse, settings
+    from beamcrawl.transforms.base.config import load_config
+    from beamcrawl.transforms.runners.runtime import counters_of
+    from beamcrawl.transforms.storage.records import content
+    from beamcrawl.transforms.storage.segments import PARSE_DATA
+    monkeypatch.setattr(parse, '_PARSE_DOCUMENT', reader)
+    cfg = load_config(defines=['domain.extra.suffixes=test', 'parser.timeout=1'])
+    pdf = next(b for e, b in DOCUMENTS if e['format'] == 'pdf')
+    docs = [content(f'http://docs.test/{i}.pdf', content_bytes=pdf, content_type=MIME['pdf'],
+                    fetch_time=1, http_code=200) for i in range(2)]
+    docs.append(content('http://docs.test/page', content_bytes=b'<p>html is not sandboxed</p>',
+                        content_type='text/html', fetch_time=1, http_code=200))
+    p = TestPipeline(runner=runner)
+    out = p | beam.Create(docs) | parse.ParseContent(settings=settings.parse_settings(cfg),
+                                                     policy=settings.url_policy(cfg), now=7)
+    assert_that(out[PARSE_DATA] | beam.Map(lambda d: (d['url'], d['parse_status'],
+                                                     d['metadata'].get('parse.error', ''))),
+                equal_to([('http://docs.test/0.pdf', 'failed', error),
+                          ('http://docs.test/1.pdf', 'failed', error),
+                          ('http://docs.test/page', 'success', '')]))
+    counters = counters_of(p.run())
+    assert counters[counter] == 2 and counters['parse.status.failed'] == 2

@@ -14,9 +14,10 @@ from typing import List, Optional, Tuple
 import apache_beam as beam
 
 from beamcrawl.transforms.base import metrics
+from beamcrawl.transforms.base.sandbox import Sandbox
 from beamcrawl.transforms.policy.domains import choose_repr
 from beamcrawl.transforms.policy.headers import header
-from beamcrawl.transforms.policy.html import Parse, parse_document
+from beamcrawl.transforms.policy.html import Parse, document_format_of, parse_document
 from beamcrawl.transforms.policy.language import detect as detect_language
 from beamcrawl.transforms.policy.outlinks import OutlinkRules, filter_outlinks
 from beamcrawl.transforms.policy.scoring import CRAWL_SCORE_KEY, OpicScoring
@@ -50,6 +51,11 @@ class ParseSettings:
     scoring: OpicScoring
     main_text: str = 'none'           # parser.main.text.extractor (policy/maintext.py)
     max_expanded: int = 0             # parser.document.max.expanded (policy/documents.py)
+    document_memory: int = 0          # parser.document.memory: the sandbox child's limit
+
+
+# What the sandbox's child runs: the same parse_document as for HTML, in another process.
+_PARSE_DOCUMENT = 'beamcrawl.transforms.policy.html:parse_document'
 
 
 class _ParseFn(metrics.CountingDoFn):
@@ -58,9 +64,24 @@ class _ParseFn(metrics.CountingDoFn):
 
     def setup(self):
         self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix='parse')
+        self._sandbox = Sandbox(self.settings.document_memory)
 
     def teardown(self):
         self._pool.shutdown(wait=False)
+        self._sandbox.close()
+
+    def _parse_in_sandbox(self, fmt: str, args, kwargs) -> Parse:
+        """A document read by policy/documents.py (PDF, office...), parsed in the sandbox's
+        child process: killed at parser.timeout, limited to parser.document.memory; a crash
+        of its reader (native code) is a failed parse (docs/documents.md)."""
+        timeout = self.settings.timeout_s if self.settings.timeout_s >= 0 else None
+        outcome, value = self._sandbox.call(_PARSE_DOCUMENT, args, timeout, kwargs)
+        if outcome == 'ok':
+            return value
+        self.counts.inc(metrics.PARSE_SANDBOX + outcome)
+        error = {'timeout': 'parser.timeout exceeded',
+                 'crashed': f'the document crashed its reader ({value})'}.get(outcome, value)
+        return Parse('failed', metadata={'document.format': fmt, 'parse.error': error})
 
 
     def _parse(self, content) -> Parse:
@@ -68,6 +89,9 @@ class _ParseFn(metrics.CountingDoFn):
         kwargs = {'headers': content['headers'], 'agents': self.settings.agents,
                   'main_text_extractor': self.settings.main_text,
                   'max_expanded': self.settings.max_expanded}
+        fmt = document_format_of(content['content'], content['content_type'], content['headers'])
+        if fmt is not None:
+            return self._parse_in_sandbox(fmt, args, kwargs)
         if self.settings.timeout_s < 0:
             try:
                 return parse_document(*args, **kwargs)

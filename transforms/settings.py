@@ -199,7 +199,8 @@ def parse_settings(cfg) -> 'ParseSettings':
             normalize=cfg['parse.normalize.urls'], filter_urls=cfg['parse.filter.urls'],
             agents=agent_names(cfg['http.agent.name'], cfg['http.robots.agents']),
             scoring=scoring(cfg), main_text=cfg['parser.main.text.extractor'],
-            max_expanded=cfg['parser.document.max.expanded'])
+            max_expanded=cfg['parser.document.max.expanded'],
+            document_memory=cfg['parser.document.memory'])
 
 
 def schedule(cfg, kind: Optional[str] = None,

@@ -73,6 +73,7 @@ INDEX_DOCUMENTS = 'index.documents'             # documents added or replaced
 INDEX_DELETED = 'index.deleted.'                # + the crawldb status that removed a document
 INDEX_SKIPPED = 'index.skipped'                 # fetched pages whose parse failed or is missing
 INDEX_SHARDS_WRITTEN = 'index.shards_written'   # shards given a new version
+PARSE_SANDBOX = 'parse.documents.'              # + timeout, crashed, error: the sandbox child
 DEDUP_DUPLICATES = 'dedup.duplicates'           # pages marked db_duplicate
 DEDUP_NEAR_CROWDED = 'dedup.near.crowded_bands'  # band values shared by too many pages
 

@@ -29,7 +29,7 @@ from beamcrawl.transforms.policy.headers import header
 from beamcrawl.transforms.policy.html_tokens import Extract, extract_tokens
 from beamcrawl.transforms.policy.maintext import main_text
 
-__all__ = ['Parse', 'parse_document', 'HTML_TYPES', 'BLOCK_TAGS']
+__all__ = ['Parse', 'parse_document', 'document_format_of', 'HTML_TYPES', 'BLOCK_TAGS']
 
 HTML_TYPES = frozenset({'text/html', 'application/xhtml+xml', 'application/vnd.wap.xhtml+xml'})
 TEXT_TYPES = frozenset({'text/plain'})
@@ -234,6 +234,34 @@ def _lines(text: str) -> str:
     return '\n'.join(line for line in lines if line)
 
 
+def _mime_of(content_type: str, headers: Optional[Dict[str, str]]) -> Tuple[str, str]:
+    """(MIME type, its parameters) of a fetched document."""
+    mime, _, params = content_type.partition(';')
+    mime = mime.strip().lower()
+    if mime in ('', 'application/octet-stream'):
+        # Content stored before header names were matched case-insensitively has no type;
+        # its headers still say what it is.
+        mime = header(headers, 'Content-Type').partition(';')[0].strip().lower() or mime
+    return mime, params
+
+
+def _is_html(mime: str, body: bytes) -> bool:
+    return mime in HTML_TYPES or (mime in ('', 'application/octet-stream')
+                                  and b'<html' in body[:1024].lower())
+
+
+def document_format_of(body: bytes, content_type: str,
+                       headers: Optional[Dict[str, str]] = None) -> Optional[str]:
+    """The format of a fetched document that parse_document reads with policy/documents.py
+    (PDF, office documents, feeds, XML...), or None for HTML, text and what it does not read:
+    the parse stage runs those documents' parses in a child process (docs/documents.md)."""
+    mime, _ = _mime_of(content_type, headers)
+    if _is_html(mime, body) or mime in TEXT_TYPES:
+        return None
+    from beamcrawl.transforms.policy import documents
+    return documents.document_format(mime, body)
+
+
 def parse_document(body: bytes, url: str, content_type: str, *,
                    headers: Optional[Dict[str, str]] = None, agents: Sequence[str] = (),
                    main_text_extractor: str = 'none',
@@ -241,19 +269,13 @@ def parse_document(body: bytes, url: str, content_type: str, *,
     """Parses one fetched document by its MIME type (an HTML page's main text too, by
     `main_text_extractor`: policy/maintext.py); PDF, office documents, feeds and XML by
     policy/documents.py, within `max_expanded` bytes expanded (parser.document.max.expanded)."""
-    mime, _, params = content_type.partition(';')
-    mime = mime.strip().lower()
-    if mime in ('', 'application/octet-stream'):
-        # Content stored before header names were matched case-insensitively has no type;
-        # its headers still say what it is.
-        mime = header(headers, 'Content-Type').partition(';')[0].strip().lower() or mime
+    mime, params = _mime_of(content_type, headers)
     charset = None
     m = re.search(r'charset\s*=\s*["\']?([^"\';\s]+)', params + ';' +
                   header(headers, 'Content-Type'), re.I)
     if m:
         charset = m.group(1)
-    if mime in HTML_TYPES or (mime in ('', 'application/octet-stream')
-                              and b'<html' in body[:1024].lower()):
+    if _is_html(mime, body):
         return parse_html(body, url, header_charset=charset,
                           x_robots=header(headers, 'X-Robots-Tag'), agents=agents,
                           main_text_extractor=main_text_extractor)
