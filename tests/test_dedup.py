@@ -4,6 +4,7 @@ copied byte for byte, the others keep their order, keys files and partitioning, 
 after dedup still merges part by part; on a local disk, HDFS and S3."""
 
 import collections
+import glob
 import itertools
 import os
 import random
@@ -350,3 +351,9 @@ def test_dedup_near_on_main_text_groups_copies_and_keeps_pages_of_one_template_a
         assert sorted(pair) == ['db_duplicate', 'db_fetched'], (article, pair)
     db = read_db(crawl)
     assert {db[u]['metadata'].get('_simhash_') is not None for u in urls} == {True}
+    # the readers show the new fields: main text, detected language, fingerprint
+    segment = os.path.basename(sorted(glob.glob(f'{crawl}/segments/*'))[-1])
+    shown = run_cli('readseg', crawl, '--get', segment, urls[0]).stdout
+    for field in ('"main_text": "', '"lang.detected": "en"', '"lang.confidence": "',
+                  '"_simhash_": "'):
+        assert field in shown, field

@@ -195,6 +195,33 @@ def test_a_crawl_parses_every_format(tmp_path):
         links = {o['to_url'] for o in record['outlinks']}
         assert {link['url'] for link in expected['links']} <= links
     assert data['http://docs.test/download']['metadata']['document.format'] == 'pdf'
+    texts = {r['url']: r['text'] for r in read_parts(glob.glob(f'{segment}/parse_text/*.avro'))}
+    for expected, _ in DOCUMENTS:
+        text = _norm(texts[f'http://docs.test/{expected["format"]}'])
+        assert all(_norm(sentence) in text for sentence in expected['sentences'])
+
+
+def test_a_200_mb_document_fails_its_parse_in_the_sandbox(runner):
+    """200 MB that claim to be a PDF: passed to the child, refused by PDFium, a failed parse."""
+    import apache_beam as beam
+    from apache_beam.testing.test_pipeline import TestPipeline
+    from apache_beam.testing.util import assert_that, equal_to
+
+    from beamcrawl.transforms import parse, settings
+    from beamcrawl.transforms.base.config import load_config
+    from beamcrawl.transforms.storage.records import content
+    from beamcrawl.transforms.storage.segments import PARSE_DATA
+    cfg = load_config(defines=['domain.extra.suffixes=test'])
+    big = b'%PDF-1.7\n' + b'0' * (200 * 1024 * 1024)
+    docs = [content('http://docs.test/big.pdf', content_bytes=big, content_type=MIME['pdf'],
+                    fetch_time=1, http_code=200)]
+    del big
+    with TestPipeline(runner=runner) as p:
+        out = p | beam.Create(docs) | parse.ParseContent(settings=settings.parse_settings(cfg),
+                                                         policy=settings.url_policy(cfg), now=7)
+        assert_that(out[PARSE_DATA] | beam.Map(lambda d: (d['parse_status'],
+                                                         d['metadata']['document.format'])),
+                    equal_to([('failed', 'pdf')]))
 
 
 @pytest.mark.parametrize('reader,error,counter', [
