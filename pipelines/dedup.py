@@ -2,8 +2,9 @@
 
 beamcrawl dedup CRAWL_DIR [--near [--distance BITS]] [--conf FILE] [-D key=value] [beam options]
 Of the fetched pages (db_fetched, db_notmodified) that share a signature, the one with the
-highest score (then the shortest URL, then the earliest fetch time) stays; the others become
-db_duplicate in the crawldb, and `index` removes them from the index. `index` runs this first.
+highest score (then the latest fetch time, then the shortest URL: Nutch's order) stays; the
+others become db_duplicate in the crawldb, and `index` removes them from the index. `index`
+runs this first.
 With --near, pages whose text fingerprints (SimHash) differ in at most --distance bits
 (dedup.near.distance, default 3) are duplicates too, transitively.
 """

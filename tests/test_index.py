@@ -92,6 +92,14 @@ def test_boost_and_the_original_of_duplicates():
     assert min(pages, key=original_key)['url'] == 'http://best.test/page/long'
     pages = pages[:2]                       # equal scores: the shorter URL stays
     assert min(pages, key=original_key)['url'] == 'http://a.test/'
+    # Nutch's order: the score, then the later (next-)fetch time, then the shorter URL after
+    # percent-decoding; then the smaller URL, where Nutch would mark neither
+    later = dict(_db('http://long.test/page', score=1.0), fetch_time=NOW + 2 * DAY)
+    assert min([_db('http://a.test/', score=1.0), later], key=original_key) is later
+    encoded = _db('http://a.test/%7Ea', score=1.0)                  # 'http://a.test/~a'
+    assert min([_db('http://a.test/bcd', score=1.0), encoded], key=original_key) is encoded
+    assert min([_db('http://b.test/', score=1.0), _db('http://a.test/', score=1.0)],
+               key=original_key)['url'] == 'http://a.test/'
     assert anchors_of([('b', ' x '), ('a', 'y'), ('c', 'x')], 1) == ['y']
 
 

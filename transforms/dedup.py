@@ -1,6 +1,6 @@
 """dedup (Nutch's DeduplicationJob): of each group of fetched pages sharing a content signature,
 all but one become db_duplicate (the one kept: policy/indexing.py `original_key`: the highest
-score, then the shortest URL, then the earliest fetch). With `near` (a distance in bits), a
+score, then the latest fetch time, then the shortest URL, as Nutch). With `near` (a distance in bits), a
 group is also made of pages whose SimHash fingerprints are that close, transitively
 (`dedup --near`; below).
 

@@ -7,11 +7,12 @@ pages with the same content is kept (Nutch's IndexerMapReduce and DeduplicationJ
   outlink count, language. Its boost is Nutch's OPIC indexer score: score ** power.
 * `deletion(...)`: a page that is gone, a redirect or a duplicate is removed from the index.
 * `original_key(...)`: of the fetched pages sharing one signature, the one with the smallest key
-  stays: highest score first, then the shortest URL, then the earliest fetch (then the smaller
-  URL, so the choice never depends on order).
+  stays: Nutch's order, the highest score, then the latest fetch time, then the shortest URL
+  after percent-decoding (then the smaller URL, so the choice never depends on order).
 """
 
 import dataclasses
+import urllib.parse
 from typing import Iterable, List, Optional, Tuple
 
 from beamcrawl.transforms.policy.urlparts import host_of
@@ -94,8 +95,16 @@ def deletion(db: dict) -> Optional[str]:
 
 
 def original_key(record: dict) -> tuple:
-    """Sort key of a duplicate group: the smallest is kept."""
-    return (-record['score'], len(record['url']), record['fetch_time'], record['url'])
+    """Sort key of a duplicate group: the smallest is kept. Nutch's DeduplicationJob order
+    (its default compareOrder score,fetchTime,urlLength): the higher score, then the later
+    fetch time (the crawldb's next-fetch time), then the shorter URL after percent-decoding;
+    then the smaller URL, where Nutch would keep both (docs/nutch-differences.md)."""
+    url = record['url']
+    return (-record['score'], -record['fetch_time'], len(_unquoted(url)), url)
+
+
+def _unquoted(url: str) -> str:
+    return urllib.parse.unquote(url) if '%' in url else url
 
 
 def duplicates_of(group: Iterable[tuple]) -> List[tuple]:
