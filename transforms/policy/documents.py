@@ -1,7 +1,7 @@
 """Documents other than HTML and plain text: PDF, OOXML (docx, xlsx, pptx), OpenDocument (odt,
 ods, odp), RTF, EPUB, RSS and Atom feeds, XML, and the legacy Office formats (doc, xls, ppt).
 Text, title, outlinks with anchors where the format has them, and metadata (`author`,
-`created`, `modified`, `pages`), into the same Parse as HTML (policy/html.py). Pure, no Beam.
+`created`, `modified`, `pages`), into the same Parse as HTML (policy/parsed.py). Pure, no Beam.
 
 The readers were chosen by measurement against Apache Tika 3.3.1 (what Nutch's parse-tika
 uses) on documents with known contents (docs/documents.md "Formats"): per format, these found
@@ -32,7 +32,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 from lxml import etree
 
-from beamcrawl.transforms.policy.html import Parse
+from beamcrawl.transforms.policy.parsed import Parse
 
 __all__ = ['document_format', 'parse_binary', 'FORMATS', 'DocumentTooLarge']
 

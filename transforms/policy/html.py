@@ -16,10 +16,9 @@ resolution) are applied. The encoding is chosen by charset.py.
 `failed` Parse, a type that is not text gives `notparsed`.
 """
 
-import dataclasses
 import re
 import urllib.parse
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Optional, Sequence, Tuple
 
 import lxml.etree
 import lxml.html
@@ -28,6 +27,7 @@ from beamcrawl.transforms.policy.charset import decode_document
 from beamcrawl.transforms.policy.headers import header
 from beamcrawl.transforms.policy.html_tokens import Extract, extract_tokens
 from beamcrawl.transforms.policy.maintext import main_text
+from beamcrawl.transforms.policy.parsed import Parse
 
 __all__ = ['Parse', 'parse_document', 'document_format_of', 'HTML_TYPES', 'BLOCK_TAGS']
 
@@ -45,19 +45,6 @@ _LINK_ATTRS = {'a': 'href', 'area': 'href', 'frame': 'src', 'iframe': 'src', 'sc
 _SPACES = re.compile(r'[\s\u00a0\u2000-\u200b\u3000]+')
 _BREAK = '\ue000'            # marks a block boundary while text is assembled (private use)
 _COLON_DIRECTIVES = ('unavailable_after', 'max-snippet', 'max-image-preview', 'max-video-preview')
-
-
-@dataclasses.dataclass
-class Parse:
-    status: str                          # success, success_redirect, failed, notparsed
-    title: str = ''
-    text: str = ''
-    outlinks: List[Tuple[str, str]] = dataclasses.field(default_factory=list)
-    metadata: Dict[str, str] = dataclasses.field(default_factory=dict)
-    refresh: Optional[Tuple[str, int]] = None       # (target URL, seconds)
-    noindex: bool = False
-    nofollow: bool = False
-    main_text: str = ''                  # without boilerplate (policy/maintext.py), if asked
 
 
 def _clean(text: str) -> str:
@@ -286,7 +273,7 @@ def parse_document(body: bytes, url: str, content_type: str, *,
             return Parse('failed', metadata={**meta, 'parse.error': 'binary content, not text'})
         return Parse('success', text='\n'.join(_clean(l) for l in text.splitlines() if l.strip()),
                      metadata=meta)
-    from beamcrawl.transforms.policy import documents       # PDF, office, feeds, XML
+    from beamcrawl.transforms.policy import documents  # PDF, office, feeds, XML
     fmt = documents.document_format(mime, body)
     if fmt is not None:
         if max_expanded is None:
