@@ -275,8 +275,9 @@ def _article(seed, words=320):
 def test_dedup_near_after_a_crawl_marks_the_near_copies(tmp_path):
     """A crawl of a web with an article, its printable copy (another date line), a mirror of it
     on another host (one word changed) and a different article: parse fingerprints the texts,
-    updatedb keeps the fingerprints in the crawldb, `dedup --near` marks the copies but the
-    shortest URL, and `dedup` alone (exact signatures of the bytes) marks nothing."""
+    updatedb keeps the fingerprints in the crawldb, `dedup --near --distance 8` marks the copies
+    but the one Nutch's order keeps, and `dedup` alone (exact signatures of the bytes) marks
+    nothing."""
     from tests.testweb import Page, TestWeb, html_page
     article = _article(1)
     words = article.split()
@@ -302,11 +303,13 @@ def test_dedup_near_after_a_crawl_marks_the_near_copies(tmp_path):
             run_cli(*command, *conf)
     db = read_db(crawl)
     fingerprints = {u: from_hex(db[u]['metadata'][SIMHASH_KEY]) for u in urls}
-    assert hamming(fingerprints[urls[0]], fingerprints[urls[1]]) <= 3
-    assert hamming(fingerprints[urls[0]], fingerprints[urls[3]]) <= 3
-    assert hamming(fingerprints[urls[0]], fingerprints[urls[2]]) > 10
+    # a word or two of 320 changed: a few bits (1 to 7 for most texts: docs/documents.md)
+    assert hamming(fingerprints[urls[0]], fingerprints[urls[1]]) <= 8
+    assert hamming(fingerprints[urls[0]], fingerprints[urls[3]]) <= 8
+    assert hamming(fingerprints[urls[0]], fingerprints[urls[2]]) > 16
     assert 'dedup: 0 pages marked' in run_cli('dedup', crawl, *conf[-2:]).stdout
-    assert 'dedup: 2 pages marked' in run_cli('dedup', crawl, '--near', *conf[-2:]).stdout
+    assert 'dedup: 2 pages marked' in run_cli('dedup', crawl, '--near', '--distance', '8',
+                                              *conf[-2:]).stdout
     statuses = {u: r['status'] for u, r in read_db(crawl).items()}
     assert statuses == {urls[0]: 'db_fetched', urls[1]: 'db_duplicate', urls[2]: 'db_fetched',
                         urls[3]: 'db_duplicate'}

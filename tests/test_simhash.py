@@ -18,9 +18,9 @@ def _article(seed: int, words: int = 300) -> str:
 
 
 def test_the_fingerprint_is_fixed_for_a_text():
-    """The same value in every process and on every machine (BLAKE2b, not Python's hash)."""
-    assert simhash('The quick brown fox jumps over the lazy dog') == 0x77b12fe87cf06675
-    assert simhash('the QUICK brown fox, jumps over the lazy dog!') == 0x77b12fe87cf06675
+    """The same value in every process and on every machine (CRC-32 and SplitMix64, not Python's hash)."""
+    assert simhash("The quick brown fox jumps over the lazy dog") == 0xcb2327eb68523232
+    assert simhash("the QUICK brown fox, jumps over the lazy dog!") == 0xcb2327eb68523232
 
 
 @pytest.mark.parametrize('text', ['', '   ', '!!! ... ---', None])
@@ -33,14 +33,18 @@ def test_short_texts_have_one_shingle_of_all_their_words():
     assert simhash('hello world') != simhash('world hello')
 
 
-@pytest.mark.parametrize('change,most', [
-    (lambda w: w[:150] + ['changed'] + w[151:], 3),                  # one word of 300
-    (lambda w: ['Posted', 'by', 'admin'] + w, 3),                     # a byline added
-    (lambda w: w[:100] + w[101:], 3),                                 # one word removed
+@pytest.mark.parametrize('change', [
+    lambda w, r: w[:150] + ['changed'] + w[151:],                  # one word of 300
+    lambda w, r: ['Posted', 'by', 'admin'] + w,                     # a byline added
+    lambda w, r: w[:100] + w[101:],                                 # one word removed
 ])
-def test_small_edits_move_few_bits(change, most):
-    words = _article(1).split()
-    assert hamming(simhash(' '.join(words)), simhash(' '.join(change(words)))) <= most
+def test_small_edits_move_few_bits(change):
+    """Over 60 texts of 300 words: most within 3 bits, none far (unrelated texts are about 32
+    apart)."""
+    distances = sorted(hamming(simhash(' '.join(words)), simhash(' '.join(change(words, r))))
+                       for r in (random.Random(seed) for seed in range(60))
+                       for words in [[r.choice(_VOCAB) for _ in range(300)]])
+    assert distances[len(distances) // 2] <= 3 and distances[-1] <= 9
 
 
 def test_unrelated_texts_are_far_apart():

@@ -137,14 +137,19 @@ class _GroupsFn(beam.DoFn):
         for entries in lists:
             for signature, key, path in entries:
                 groups[signature].append((key, path))
-        marked: Dict[str, List[str]] = collections.defaultdict(list)
-        for group in groups.values():
-            if len(group) > 1:
-                for key, path in duplicates_of(group):
-                    marked[path].append(key[-1])
-        for path, urls in marked.items():
-            self.duplicates.inc(len(urls))
-            yield path, urls
+        yield from _marks_by_part(groups.values(), self.duplicates)
+
+
+def _marks_by_part(groups, counter) -> Iterable[tuple]:
+    """(part, [URLs to mark]) for the groups of pages (each page (original_key, part)): all
+    but the one kept of each group, counted."""
+    marked: Dict[str, List[str]] = collections.defaultdict(list)
+    for group in groups:
+        for key, path in duplicates_of(group):
+            marked[path].append(key[-1])
+    for path, urls in marked.items():
+        counter.inc(len(urls))
+        yield path, urls
 
 
 class _NearKeysFn(beam.DoFn):
@@ -211,13 +216,8 @@ class _NearGroupsFn(beam.DoFn):
 
     def process(self, item):
         _, lists = item
-        marked: Dict[str, List[str]] = collections.defaultdict(list)
-        for group in groups_of_pairs(pair for pairs in lists for pair in pairs):
-            for key, path in duplicates_of(group):
-                marked[path].append(key[-1])
-        for path, urls in marked.items():
-            self.duplicates.inc(len(urls))
-            yield path, urls
+        yield from _marks_by_part(groups_of_pairs(pair for pairs in lists for pair in pairs),
+                                  self.duplicates)
 
 
 class _RewriteFn(beam.DoFn):
