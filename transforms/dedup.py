@@ -20,7 +20,7 @@ group is also made of pages whose SimHash fingerprints are that close, transitiv
 
 With `near`, Signatures and Groups are replaced by three steps (policy/simhash.py):
 
-    crawldb units ──NearKeys──▶ (bucket, [(signature or band, fingerprint, page)]) ──GroupByKey──▶
+    crawldb units ──NearKeys──▶ (bucket, [(signature or band, page, fingerprint)]) ──GroupByKey──▶
         Pairs ──▶ pairs of pages ──one GroupByKey──▶ NearGroups ──▶ (part, [duplicate URLs])
 
 * NearKeys gives each fetched page its candidate keys: its signature and the bands of its
@@ -132,12 +132,16 @@ class _GroupsFn(beam.DoFn):
         self.duplicates = metrics.counter(metrics.DEDUP_DUPLICATES)
 
     def process(self, item):
-        _, lists = item
-        groups: Dict[bytes, list] = collections.defaultdict(list)
-        for entries in lists:
-            for signature, key, path in entries:
-                groups[signature].append((key, path))
-        yield from _marks_by_part(groups.values(), self.duplicates)
+        yield from _marks_by_part(_grouped(item[1]).values(), self.duplicates)
+
+
+def _grouped(lists) -> Dict[object, list]:
+    """A bucket's lists of (key, a, b) entries → {key: [(a, b), ...]}."""
+    groups: Dict[object, list] = collections.defaultdict(list)
+    for entries in lists:
+        for key, a, b in entries:
+            groups[key].append((a, b))
+    return groups
 
 
 def _marks_by_part(groups, counter) -> Iterable[tuple]:
@@ -153,7 +157,7 @@ def _marks_by_part(groups, counter) -> Iterable[tuple]:
 
 
 class _NearKeysFn(beam.DoFn):
-    """`dedup --near`: a unit → (bucket, [(candidate key, fingerprint, page)]) for its fetched
+    """`dedup --near`: a unit → (bucket, [(candidate key, page, fingerprint)]) for its fetched
     pages, where a page is (original_key, part) and its candidate keys are its signature (exact
     duplicates) and the `distance + 1` bands of its SimHash fingerprint (policy/simhash.py):
     two pages within the distance share a band."""
@@ -168,11 +172,11 @@ class _NearKeysFn(beam.DoFn):
             page = (original_key(record), unit.path)
             signature = record.get('signature')
             if signature:
-                lists[zlib.crc32(signature) % n].append((signature, None, page))
+                lists[zlib.crc32(signature) % n].append((signature, page, None))
             fingerprint = from_hex((record.get('metadata') or {}).get(SIMHASH_KEY, ''))
             if fingerprint is not None:
                 for band in bands(fingerprint, distance):
-                    lists[zlib.crc32(repr(band).encode()) % n].append((band, fingerprint, page))
+                    lists[zlib.crc32(repr(band).encode()) % n].append((band, page, fingerprint))
         yield from lists.items()
 
 
@@ -187,13 +191,8 @@ class _NearPairsFn(beam.DoFn):
         self.crowded = metrics.counter(metrics.DEDUP_NEAR_CROWDED)
 
     def process(self, item):
-        _, lists = item
-        groups: Dict[object, list] = collections.defaultdict(list)
-        for entries in lists:
-            for key, fingerprint, page in entries:
-                groups[key].append((page, fingerprint))
         pairs = []
-        for key, members in groups.items():
+        for key, members in _grouped(item[1]).items():
             if len(members) < 2:
                 continue
             if isinstance(key, bytes):                     # one signature: all one group
