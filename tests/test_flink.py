@@ -124,6 +124,12 @@ def test_two_round_crawl_on_the_cluster_equals_the_local_runner(cluster, web, fl
     results = [run_cli('search', crawl, 'page', '--top', '50', '--json').stdout
                for crawl in (on_flink, local)]
     assert results[0] == results[1] and len(results[0].splitlines()) == len(HOSTS) * 5
+    # readdb --stats on the cluster (a batch job that deploys all its stages at once: it needs
+    # the TaskManager's network buffers that `flink start` gives it) says what it says locally
+    stats = [run_cli('readdb', crawl, '--stats', *options, timeout=900).stdout
+             for crawl, options in ((on_flink, [*cluster.options(), '--parallelism', '2']),
+                                    (local, []))]
+    assert stats[0] == stats[1] and 'status 2 (db_fetched)' in stats[0]
 
 
 def test_one_stage_on_the_embedded_flink(built, tmp_path):

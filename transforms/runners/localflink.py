@@ -82,6 +82,13 @@ DEFAULT_BIND = 'localhost'
 
 
 
+# The TaskManager's network buffers: Flink's default (a tenth of its memory, 128 MB: 4096
+# buffers) is too few for readdb --stats, whose batch job deploys all its stages at once and
+# asked for 512 buffers with 483 free ("Insufficient number of network buffers"); twice that is
+# enough (tests/test_flink.py).
+_NETWORK_MEMORY = ('-D', 'taskmanager.memory.network.min=256mb',
+                   '-D', 'taskmanager.memory.network.max=256mb')
+
 class LocalFlink:
     """The cache folder and the processes of one local cluster."""
 
@@ -302,6 +309,7 @@ class LocalFlink:
             command = [os.path.join(self.flink_home, 'bin', 'taskmanager.sh'),
                        'start-foreground', *self._flink_properties(),
                        '-D', f'taskmanager.numberOfTaskSlots={self.slots}',
+                       *_NETWORK_MEMORY,
                        '-D', f'io.tmp.dirs={os.path.join(work, "tmp")}']
             self._spawn('taskmanager', f'taskmanager-{number}', prefix + [work] + command
                         if prefix else command, env, pid_file=f'taskmanager-{number}.pid',
