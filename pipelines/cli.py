@@ -42,10 +42,35 @@ COMMANDS = {
     'warc-export': 'beamcrawl.pipelines.warc_export',
     'sitemap': 'beamcrawl.pipelines.sitemap',
     'config': 'beamcrawl.pipelines.config',
+    'filterchecker': 'beamcrawl.pipelines.filterchecker',
+    'normalizerchecker': 'beamcrawl.pipelines.normalizerchecker',
+    'robotsparser': 'beamcrawl.pipelines.robotsparser',
+    'parsechecker': 'beamcrawl.pipelines.parsechecker',
+    'indexchecker': 'beamcrawl.pipelines.indexchecker',
+    'domainstats': 'beamcrawl.pipelines.domainstats',
+    'crawlcomplete': 'beamcrawl.pipelines.crawlcomplete',
+    'protocolstats': 'beamcrawl.pipelines.protocolstats',
 }
 # Commands that only read a crawl directory: they never record its site settings.
-READ_ONLY = frozenset({'readdb', 'readseg', 'readlinkdb', 'search', 'config'})
+READ_ONLY = frozenset({'readdb', 'readseg', 'readlinkdb', 'search', 'config', 'filterchecker',
+                       'normalizerchecker', 'robotsparser', 'parsechecker', 'indexchecker',
+                       'domainstats', 'crawlcomplete', 'protocolstats'})
 ALIASES = {'linkdb': 'invertlinks'}
+# `beamcrawl --help` lists the commands in groups, as `bin/nutch` does; every command is in one.
+GROUPS = [
+    ('the crawl cycle', ['crawl', 'inject', 'generate', 'freegen', 'fetch', 'parse', 'updatedb',
+                         'invertlinks', 'dedup', 'sitemap', 'demo']),
+    ('readers and statistics', ['readdb', 'readlinkdb', 'readseg', 'readhostdb', 'domainstats',
+                                'protocolstats', 'crawlcomplete', 'dump']),
+    ('checkers', ['parsechecker', 'indexchecker', 'filterchecker', 'normalizerchecker',
+                  'robotsparser', 'config']),
+    ('indexing', ['index', 'clean', 'search']),
+    ('databases and segments', ['updatehostdb', 'mergedb', 'mergelinkdb', 'mergesegs',
+                                'import-nutch', 'warc-export']),
+    ('link analysis', ['webgraph', 'linkrank', 'scoreupdater', 'nodedumper']),
+    ('scheduling', ['schedule-sim']),
+    ('clusters and stores', ['flink', 'hdfs', 's3']),
+]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -252,9 +277,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     names = sorted(COMMANDS) + sorted(ALIASES)
     if not argv or argv[0] in ('-h', '--help'):
-        print('usage: beamcrawl <command> CRAWL_DIR [options] [beam pipeline options]\n'
-              f'commands: {", ".join(names)}\n'
-              "'beamcrawl <command> --help' describes a command.")
+        print(_usage())
         return 0 if argv else 2
     name = ALIASES.get(argv[0], argv[0])
     if name not in COMMANDS:
@@ -262,6 +285,33 @@ def main(argv: Optional[List[str]] = None) -> int:
               file=sys.stderr)
         return 2
     return run_command(name, argv[1:])
+
+
+# What the help list leaves out of a description's first line: the name of the Nutch command
+# (the same), an alias (in the label) and how run_local.sh starts a service.
+_NOT_IN_HELP = re.compile(r"\s*\(Nutch's [^()]*(?:\([^)]*\)[^()]*)?\)|;? alias `[^`]*`"
+                          r"|\s*\(\./run_local[^)]*\)")
+
+
+def _usage() -> str:
+    """The commands by group, each with the first line of its module's description (the
+    command modules import nothing heavy at their top: this costs milliseconds)."""
+    lines = ['usage: beamcrawl <command> CRAWL_DIR [options] [beam pipeline options]',
+             'where <command> is one of:']
+    aliases = {name: alias for alias, name in ALIASES.items()}
+    for title, names in GROUPS:
+        names = [name for name in names if name in COMMANDS]
+        if names:
+            lines.append(f'  {title}:')
+        for name in names:
+            doc = (importlib.import_module(COMMANDS[name]).__doc__ or '').strip()
+            first = doc.split('. ')[0].split('\n\n')[0].replace('\n', ' ').rstrip('.')
+            first = _NOT_IN_HELP.sub('', first)
+            first = first if len(first) <= 74 else first[:first.rfind(' ', 0, 73)] + ' …'
+            label = name + (f' ({aliases[name]})' if name in aliases else '')
+            lines.append(f'    {label:<20} {first}')
+    lines.append("'beamcrawl <command> --help' describes a command.")
+    return '\n'.join(lines)
 
 
 # Beam connectors that `import apache_beam` loads eagerly and beamcrawl never uses: MongoDB (via

@@ -25,6 +25,22 @@ def test_help_lists_commands():
     assert 'inject' in proc.stdout and 'readdb' in proc.stdout
 
 
+def test_help_lists_every_command_once_in_its_group():
+    """`beamcrawl --help` groups the commands as `bin/nutch` does: each in one group, each
+    with its description on a line of at most 100 columns."""
+    from beamcrawl.pipelines.cli import COMMANDS, GROUPS
+    grouped = [name for _, names in GROUPS for name in names]
+    assert sorted(set(COMMANDS) - set(grouped)) == []
+    assert len(grouped) == len(set(grouped))
+    out = run_cli('--help').stdout.splitlines()
+    listed = [line.split()[0] for line in out if line.startswith('    ')]
+    assert sorted(listed) == sorted(COMMANDS)
+    assert out.index('  checkers:') < out.index('    parsechecker' + ' ' * 9 +
+                                                'Fetch and parse one URL with the crawl\'s '
+                                                'settings and show the result')
+    assert max(len(line) for line in out) <= 100
+
+
 def test_python_m_pipeline_module_takes_the_same_arguments(tmp_path):
     import subprocess
     import sys

@@ -29,7 +29,7 @@ from beamcrawl.transforms.storage.parts import ReadParts, Record, WriteParts, co
 from beamcrawl.transforms.storage.records import SCHEMAS, crawl_datum, parse_data, parse_text
 from beamcrawl.transforms.storage.segments import CRAWL_PARSE, PARSE_DATA, PARSE_PARTS, PARSE_TEXT
 
-__all__ = ['ParseSettings', 'ParseContent', 'ParseSegment']
+__all__ = ['ParseSettings', 'ParseContent', 'ParseSegment', 'parse_one']
 
 log = logging.getLogger('beamcrawl')
 FETCH_TIME_KEY = '_ftk_'     # parse_data metadata: the fetch time of the content (Nutch's key)
@@ -186,6 +186,26 @@ def _languages(text: str, headers) -> dict:
     if declared:
         out['lang.http'] = declared[:35]
     return out
+
+
+def parse_one(content: dict, *, settings: ParseSettings, policy: UrlPolicy, now: int
+              ) -> Tuple[dict, dict]:
+    """The parse of one content record outside a pipeline, by the parse stage's own DoFn
+    (parsechecker, indexchecker): ({part: [records]}, {counter: n}). Parts absent from the
+    result were not written (content not parsed: not a 200, or truncated)."""
+    fn = _ParseFn(settings=settings, policy=policy, now=now)
+    fn.setup()
+    fn.start_bundle()
+    out: dict = {}
+    try:
+        for item in fn.process(content):
+            if isinstance(item, beam.pvalue.TaggedOutput):
+                out.setdefault(item.tag, []).append(item.value)
+            else:
+                out.setdefault(CRAWL_PARSE, []).append(item)
+    finally:
+        fn.teardown()
+    return out, dict(fn.counts.counts)
 
 
 class ParseContent(beam.PTransform):

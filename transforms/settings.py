@@ -33,6 +33,7 @@ from beamcrawl.transforms.policy.urls import UrlPolicy
 
 if TYPE_CHECKING:      # imported where they are built: the fetcher, the parser and the sitemap
     # parser (requests, lxml) cost about 0.1 s to import, which other commands do not pay
+    from beamcrawl.transforms.checkers import CheckSettings
     from beamcrawl.transforms.fetcher.http import HttpSettings
     from beamcrawl.transforms.fetcher.settings import FetcherSettings
     from beamcrawl.transforms.parse import ParseSettings
@@ -256,6 +257,19 @@ def link_rules(cfg) -> LinkRules:
                                 ignore_external=cfg['linkdb.ignore.external.links'],
                                 max_anchor_length=cfg['linkdb.max.anchor.length'],
                                 max_inlinks=cfg['linkdb.max.inlinks'])
+
+
+def check_settings(cfg, *, follow_redirects: bool = False) -> 'CheckSettings':
+    """What parsechecker, indexchecker and robotsparser run with (transforms/checkers.py):
+    with follow_redirects, http.redirect.max redirects are followed, or checker.redirect.max
+    when that is 0."""
+    from beamcrawl.transforms.checkers import CheckSettings
+    follow = (cfg['http.redirect.max'] or cfg['checker.redirect.max']) if follow_redirects else 0
+    return CheckSettings(fetcher=fetcher_settings(cfg, 1), http=http_settings(cfg, 1),
+                         policy=url_policy(cfg), parse=parse_settings(cfg),
+                         update=update_rules(cfg), index=index_rules(cfg),
+                         interval_default=cfg['db.fetch.interval.default'],
+                         score_injected=cfg['db.score.injected'], follow=follow)
 
 
 def index_rules(cfg) -> IndexRules:

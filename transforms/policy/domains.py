@@ -57,6 +57,18 @@ class DomainHelper:
             return host
         return f'{parts.domain}.{parts.suffix}'
 
+    def suffix(self, host: str) -> str:
+        """The public suffix of `host` ('' for an address or an unknown suffix)."""
+        host = host.lower().split(':', 1)[0].rstrip('.') if not host.startswith('[') else ''
+        if not host:
+            return ''
+        try:
+            ipaddress.ip_address(host)
+            return ''
+        except ValueError:
+            pass
+        return self._extractor()(host).suffix
+
     def url_domain(self, url: str) -> str:
         """The registrable domain of a URL's host ('' when it has none)."""
         host = host_of(url)

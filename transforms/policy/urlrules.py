@@ -3,7 +3,7 @@
 
 import re
 import xml.etree.ElementTree as ET
-from typing import Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from beamcrawl.transforms.policy.domains import DomainHelper
 from beamcrawl.transforms.policy.refast import searcher
@@ -28,8 +28,11 @@ def _java_regex(pattern: str) -> str:
 class RegexNormalizer:
     """Nutch's RegexURLNormalizer: ordered (pattern, substitution) rules, each replace-all."""
 
-    def __init__(self, rules: Sequence[Tuple[str, str]] = ()):
+    def __init__(self, rules: Sequence[Tuple[str, str]] = (),
+                 source: str = 'regex-normalize.xml'):
         self.rules = [(re.compile(_java_regex(p)), s) for p, s in rules]
+        self.patterns = [p for p, _ in rules]
+        self.source = source
         # A URL that no rule matches is returned unchanged: one combined search decides that
         # (7 substitutions per URL cost more than all the rest of normalization). Patterns
         # with back-references would change meaning when combined, so then it is not used.
@@ -55,7 +58,7 @@ class RegexNormalizer:
             except re.error as e:
                 raise RuleError(f'{source}: rule {i}: bad pattern {pattern!r} ({e})') from None
             rules.append((pattern, substitution))
-        return cls(rules)
+        return cls(rules, source)
 
     def __call__(self, url: str) -> str:
         if self._any is not None and not self._any.search(url):
@@ -63,6 +66,17 @@ class RegexNormalizer:
         for regex, substitution in self.rules:
             url = regex.sub(substitution, url)
         return url
+
+    def explain(self, url: str) -> Tuple[str, List[str]]:
+        """(the URL normalized, the rules that changed it: `file rule N (pattern)`), for
+        normalizerchecker; the same substitutions as calling it."""
+        changed = []
+        for n, ((regex, substitution), pattern) in enumerate(zip(self.rules, self.patterns), 1):
+            after = regex.sub(substitution, url)
+            if after != url:
+                changed.append(f'{self.source} rule {n} ({pattern})')
+            url = after
+        return url, changed
 
 
 def _search_pattern(pattern: str) -> str:
@@ -81,15 +95,21 @@ class RegexFilter:
     accepts, `-` rejects); no matching rule rejects. `> host` ... `<` blocks hold rules that
     apply only to URLs of that host or registered domain."""
 
-    def __init__(self, rules: Sequence[Tuple[bool, str, Optional[str]]], domains: DomainHelper):
+    def __init__(self, rules: Sequence[Tuple[bool, str, Optional[str]]], domains: DomainHelper,
+                 source: str = 'regex-urlfilter.txt', lines: Sequence[int] = ()):
         self.rules = [(sign, searcher(re.compile(_search_pattern(_java_regex(p)))), scope)
                       for sign, p, scope in rules]
         self.domains = domains
+        # What filterchecker names as the rule that decided: `file:line: +pattern`.
+        self.texts = [f'{source}:{line}: ' if line else f'{source}: '
+                      for line in (list(lines) or [0] * len(rules))]
+        self.texts = [f'{where}{"+" if sign else "-"}{p}' + (f' (in > {scope})' if scope else '')
+                      for where, (sign, p, scope) in zip(self.texts, rules)]
 
     @classmethod
     def parse(cls, text: str, domains: DomainHelper,
               source: str = 'regex-urlfilter.txt') -> 'RegexFilter':
-        rules = []
+        rules, lines = [], []
         scope = None
         for lineno, line in enumerate(text.splitlines(), 1):
             if not line or line[0] in '# \t':
@@ -111,11 +131,24 @@ class RegexFilter:
             except re.error as e:
                 raise RuleError(f'{source}:{lineno}: bad regex {body!r} ({e})') from None
             rules.append((first == '+', body, scope))
-        return cls(rules, domains)
+            lines.append(lineno)
+        return cls(rules, domains, source, lines)
 
     def __call__(self, url: str) -> bool:
+        n = self._deciding(url)
+        return n is not None and self.rules[n][0]
+
+    def explain(self, url: str) -> Tuple[bool, str]:
+        """(accepted, the rule that decided: `file:line: +pattern`, or that none matched)."""
+        n = self._deciding(url)
+        if n is None:
+            return False, 'no rule matched (a URL no rule accepts is rejected)'
+        return self.rules[n][0], self.texts[n]
+
+    def _deciding(self, url: str) -> Optional[int]:
+        """The index of the first rule that applies to the URL and matches it, or None."""
         host = domain = None
-        for accept, regex, scope in self.rules:
+        for n, (_, regex, scope) in enumerate(self.rules):
             if scope is not None:
                 if host is None:
                     host = host_of(url)
@@ -123,5 +156,5 @@ class RegexFilter:
                 if scope != host and scope != domain:
                     continue
             if regex(url):
-                return accept
-        return False
+                return n
+        return None

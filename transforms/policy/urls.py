@@ -6,7 +6,7 @@ picklable object: `policy.normalize(url)` raises `MalformedUrl`, `policy.accept(
 filters, `policy.clean(url)` does both and returns (url or None, reason).
 """
 
-from typing import Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from beamcrawl.transforms.policy.addresses import AddressPolicy
 from beamcrawl.transforms.policy.domains import DomainHelper
@@ -59,6 +59,41 @@ class UrlPolicy:
         if scheme in HIER_SCHEMES and not host:
             return False
         return self.regex_filter is None or self.regex_filter(url)
+
+    def explain_normalize(self, url: str) -> Tuple[str, List[str]]:
+        """(the URL normalized, what changed it: `basic` and the regex rules, in order), by
+        the same steps as normalize(), for normalizerchecker; raises MalformedUrl."""
+        steps: List[str] = []
+        for _ in range(self.loop_count):
+            before = url
+            url = self.basic(url)
+            if url != before and 'basic' not in steps:
+                steps.append('basic')
+            if self.regex_normalizer is not None:
+                url, rules = self.regex_normalizer.explain(url)
+                steps.extend(rule for rule in rules if rule not in steps)
+            if url == before:
+                break
+        return url, steps
+
+    def explain_filter(self, url: str) -> Tuple[bool, str]:
+        """(accepted, why) by the same filters as accept(), then the address policy, for
+        filterchecker: the scheme list, a missing host, or the regex rule that decided."""
+        scheme, host = scheme_host(url)
+        if scheme not in self.schemes:
+            return False, f'scheme {scheme or "(none)"!r} not in urlfilter.scheme.allowed'
+        if scheme in HIER_SCHEMES and not host:
+            return False, 'no host'
+        if self.regex_filter is not None:
+            accepted, why = self.regex_filter.explain(url)
+            if not accepted:
+                return False, why
+        else:
+            why = 'no urlfilter.regex.file'
+        denied = self.denied_host(host)
+        if denied:
+            return False, f'address policy (http.address.deny): {denied}'
+        return True, why
 
     def denied(self, url: str) -> Optional[str]:
         """Why the address policy refuses a URL's host before any lookup (an address literal
