@@ -50,11 +50,13 @@ COMMANDS = {
     'domainstats': 'beamcrawl.pipelines.domainstats',
     'crawlcomplete': 'beamcrawl.pipelines.crawlcomplete',
     'protocolstats': 'beamcrawl.pipelines.protocolstats',
+    'clean': 'beamcrawl.pipelines.clean',
+    'dump': 'beamcrawl.pipelines.dump',
 }
 # Commands that only read a crawl directory: they never record its site settings.
 READ_ONLY = frozenset({'readdb', 'readseg', 'readlinkdb', 'search', 'config', 'filterchecker',
                        'normalizerchecker', 'robotsparser', 'parsechecker', 'indexchecker',
-                       'domainstats', 'crawlcomplete', 'protocolstats'})
+                       'domainstats', 'crawlcomplete', 'protocolstats', 'dump'})
 ALIASES = {'linkdb': 'invertlinks'}
 # `beamcrawl --help` lists the commands in groups, as `bin/nutch` does; every command is in one.
 GROUPS = [

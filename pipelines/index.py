@@ -30,18 +30,12 @@ def add_arguments(parser):
 
 
 def run(args, cfg, now, beam_args):
-    import apache_beam as beam
-    from apache_beam.io.filesystems import FileSystems
-
     from beamcrawl.pipelines.dedup import mark_duplicates
     from beamcrawl.transforms import settings
-    from beamcrawl.transforms.index import IndexEntries, WriteIndexShards
-    from beamcrawl.transforms.runners.runtime import make_pipeline, run_pipeline
+    from beamcrawl.transforms.index import IndexEntries
     from beamcrawl.transforms.storage import fs
-    from beamcrawl.transforms.storage.indexdir import write_shard
     from beamcrawl.transforms.storage.layout import CrawlLayout
     from beamcrawl.transforms.storage.segments import CRAWL_PARSE
-    from beamcrawl.transforms.storage.shards import update_shard
     crawl = CrawlLayout(args.crawl_dir)
     if crawl.crawldb.readable_dir() is None:
         raise UserError(f'{crawl.crawldb.current}: no crawldb (run inject first)')
@@ -62,25 +56,42 @@ def run(args, cfg, now, beam_args):
     rules = settings.index_rules(cfg)
     if args.format == 'jsonl':
         return _jsonl(crawl, names, rules, shards, args.output, cfg, beam_args)
-    with crawl.index_lock('index'):
+    counters = write_shards(crawl, cfg, beam_args, shards, 'index', lambda p: p | (
+        'IndexEntries' >> IndexEntries(crawl=crawl, segments=names, rules=rules, shards=shards)),
+        {crawl.INDEXED: ''.join(f'{n}\n' for n in sorted(indexed | set(names)))})
+    _report(counters, f'indexed {", ".join(names)} into {crawl.index}')
+    return 0
+
+
+def write_shards(crawl, cfg, beam_args, shards, what, make_entries, notes):
+    """Runs a pipeline whose entries (`make_entries(pipeline)`: (shard, (DOC, doc) | (DELETE,
+    url))) update the index's Tantivy shards, each written aside, then installs them with
+    `notes` under the index lock (index and clean). Returns the pipeline's counters."""
+    import apache_beam as beam
+    from apache_beam.io.filesystems import FileSystems
+
+    from beamcrawl.transforms.index import WriteIndexShards
+    from beamcrawl.transforms.runners.runtime import make_pipeline, run_pipeline
+    from beamcrawl.transforms.storage import fs
+    from beamcrawl.transforms.storage.indexdir import write_shard
+    from beamcrawl.transforms.storage.shards import update_shard
+    with crawl.index_lock(what):
         crawl.recover_index()
         present = crawl.index_shard_dirs()
         recorded = crawl.index_note(crawl.SHARDS)
         if present and recorded is not None and int(recorded) != shards:
             raise UserError(f'{crawl.index} has {recorded} shards and indexer.shards is '
                             f'{shards}: remove {crawl.index} to rebuild the index with {shards}')
-        scratch = crawl.scratch_dir('index')
+        scratch = crawl.scratch_dir(what)
         p = make_pipeline(beam_args, cfg)
-        entries = p | 'IndexEntries' >> IndexEntries(crawl=crawl, segments=names, rules=rules,
-                                                     shards=shards)
-        _ = (entries
+        _ = (make_entries(p)
              | 'WriteShards' >> WriteIndexShards(
                  old_shards=present,
                  new_dir=crawl.new_shard_dir)
              | 'Written' >> beam.combiners.ToList()
              | 'Note' >> beam.Map(_note, FileSystems.join(scratch, 'written.json')))
         try:
-            counters = run_pipeline(p, 'index')
+            counters = run_pipeline(p, what)
             with FileSystems.open(FileSystems.join(scratch, 'written.json')) as f:
                 written = {int(k): v for k, v in json.load(f).items()}
         finally:
@@ -89,11 +100,8 @@ def run(args, cfg, now, beam_args):
             if number not in written and number not in present:
                 written[number] = crawl.new_shard_dir(number)
                 write_shard(update_shard, None, written[number], [], [])
-        crawl.install_shards(written, {
-            crawl.INDEXED: ''.join(f'{n}\n' for n in sorted(indexed | set(names))),
-            crawl.SHARDS: str(shards)})
-    _report(counters, f'indexed {", ".join(names)} into {crawl.index}')
-    return 0
+        crawl.install_shards(written, {**notes, crawl.SHARDS: str(shards)})
+    return counters
 
 
 def _note(written, path):

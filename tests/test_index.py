@@ -9,7 +9,7 @@ import tantivy
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from beamcrawl.transforms.index import BuildDocuments, JoinByUrl
+from beamcrawl.transforms.index import BuildDocuments, Deletions, JoinByUrl
 from beamcrawl.transforms.policy.indexing import (IndexRules, anchors_of, boost, build_document,
                                                   deletion, original_key)
 from beamcrawl.transforms.storage.layout import CrawlLayout
@@ -115,7 +115,8 @@ def test_join_and_build_on_a_pipeline(runner):
             'parse_text': p | 'Text' >> beam.Create([('20261102000000',
                                                       parse_text('http://a/', 'hello'))]),
         }
-        out = inputs | JoinByUrl() | BuildDocuments(rules=RULES, shards=2)
+        docs = inputs | JoinByUrl() | BuildDocuments(rules=RULES, shards=2)
+        out = (docs, inputs['crawldb'] | Deletions(shards=2)) | beam.Flatten()
         assert_that(out | beam.Map(lambda e: (e[1][0], e[1][1] if e[1][0] == 'delete'
                                               else (e[1][1]['title'], e[1][1]['anchors'],
                                                     e[1][1]['text']))),
@@ -234,3 +235,36 @@ def test_search_marks_the_words_found_in_text_with_accents(tmp_path):
     hit = json.loads(run_cli('search', str(tmp_path), 'café', '--json').stdout)
     assert hit['snippet'] == proc.stdout.splitlines()[2].strip()
     assert hit['snippet_html'].count('<b>') == 3
+
+
+@pytest.mark.slow
+def test_clean_deletes_what_the_crawldb_says_is_gone(web, index_web, tmp_path):
+    """A page that went 410 in a round that did not index stays searchable until `clean`
+    (Nutch's CleaningJob) deletes it; --format jsonl writes the deletions instead."""
+    index_web['vanish'] = 200
+    crawl = str(tmp_path / 'crawl')
+    assert run_cli('clean', crawl, check=False).returncode == 2          # no crawldb
+    seeds = write_seeds(tmp_path / 'seeds', ['http://idx-a.test/'])
+    run_cli('crawl', crawl, '--seeds', seeds, '--rounds', '1', '--now', str(NOW), *_conf(web))
+    proc = run_cli('clean', crawl, check=False)
+    assert proc.returncode == 1 and 'no index' in proc.stderr
+    run_cli('crawl', crawl, '--rounds', '1', '--now', str(NOW), '--index', *_conf(web))
+    assert _search(crawl, 'vanishing')[0] == 0
+    index_web['vanish'] = 410
+    try:
+        run_cli('crawl', crawl, '--rounds', '1', '--now', str(NOW + 2 * DAY), *_conf(web))
+    finally:
+        index_web['vanish'] = 200
+    assert read_db(crawl)['http://idx-a.test/vanish']['status'] == 'db_gone'
+    assert _search(crawl, 'vanishing')[0] == 0           # not indexed since: still there
+    out = tmp_path / 'deletions'
+    proc = run_cli('clean', crawl, '--format', 'jsonl', '--output', str(out), *_conf(web))
+    deleted = [json.loads(l)['id'] for f in glob.glob(str(out / 'deletions-*.jsonl'))
+               for l in open(f)]
+    assert deleted == ['http://idx-a.test/vanish']
+    assert _search(crawl, 'vanishing')[0] == 0           # jsonl leaves the index alone
+    proc = run_cli('clean', crawl, *_conf(web))
+    assert proc.stdout.strip() == f'clean: 1 deletions in {crawl}/index (1 db_gone)'
+    code, hits = _search(crawl, 'vanishing')
+    assert code == 1 and hits == []
+    assert _search(crawl, 'ordinary')[0] == 0            # the other pages stay

@@ -1,9 +1,12 @@
 """index (Nutch's IndexerMapReduce): the crawl's documents into Tantivy shards, or JSON lines.
 
   IndexEntries       the stage's input: reads the crawldb, the linkdb and the parse parts of the
-                     segments, joins them (JoinByUrl) and builds the entries (BuildDocuments)
+                     segments, joins them (JoinByUrl) and builds the entries (BuildDocuments),
+                     with the deletions of the whole crawldb (Deletions)
   JoinByUrl          crawldb, linkdb, parse_data, parse_text → per URL, everything known of it
-  BuildDocuments     → per URL a document or a deletion, keyed by index shard
+  BuildDocuments     → per URL a document, keyed by index shard
+  Deletions          crawldb → a deletion for every gone, redirected or duplicate page (Nutch's
+                     CleaningJob: what `clean` runs alone)
   WriteIndexShards   → each shard's Tantivy index updated in a new directory (one writer per
                        shard, as Nutch writes one index per reducer); yields (shard, directory)
   WriteJsonLines     → documents and deletions as JSON lines (for Solr, OpenSearch, ...)
@@ -24,8 +27,8 @@ from beamcrawl.transforms.storage.parts import ReadCrawlDb, ReadParts
 from beamcrawl.transforms.storage.segments import PARSE_DATA, PARSE_TEXT
 from beamcrawl.transforms.storage.shards import update_shard
 
-__all__ = ['IndexEntries', 'JoinByUrl', 'BuildDocuments', 'WriteIndexShards', 'WriteJsonLines',
-           'DOC', 'DELETE']
+__all__ = ['IndexEntries', 'JoinByUrl', 'BuildDocuments', 'Deletions', 'WriteIndexShards',
+           'WriteJsonLines', 'DOC', 'DELETE']
 
 DOC, DELETE = 'doc', 'delete'
 
@@ -59,16 +62,14 @@ class _BuildFn(metrics.CountingDoFn):
             yield entry
 
     def _entry(self, url, groups):
-        """(shard, (DOC, document) | (DELETE, url)) for a URL, or None."""
+        """(shard, (DOC, document)) for a URL, or None (a page to delete is Deletions')."""
         dbs = list(groups['crawldb'])
         if not dbs:
             return None                  # parsed, but not in the crawldb (updatedb not run)
         db = dbs[0]
+        if deletion(db):
+            return None
         shard = partition(url, self.shards)
-        reason = deletion(db)
-        if reason:
-            self.counts.inc(metrics.INDEX_DELETED + reason)
-            return shard, (DELETE, url)
         parses = list(groups['parse_data'])
         if not parses:
             return None                  # not in the segments being indexed
@@ -84,7 +85,7 @@ class _BuildFn(metrics.CountingDoFn):
 
 
 class BuildDocuments(beam.PTransform):
-    """PCollection[(url, joined)] → PCollection[(shard, ('doc', document) | ('delete', url))].
+    """PCollection[(url, joined)] → PCollection[(shard, ('doc', document))].
 
     Args:
       rules: the indexing rules (boost power, text and anchor limits).
@@ -97,6 +98,31 @@ class BuildDocuments(beam.PTransform):
 
     def expand(self, joined):
         return joined | 'Build' >> beam.ParDo(_BuildFn(self.rules, self.shards))
+
+
+class _DeletionFn(metrics.CountingDoFn):
+    def __init__(self, shards: int):
+        self.shards = shards
+
+    def process(self, db):
+        reason = deletion(db)
+        if reason:
+            self.counts.inc(metrics.INDEX_DELETED + reason)
+            yield partition(db['url'], self.shards), (DELETE, db['url'])
+
+
+class Deletions(beam.PTransform):
+    """PCollection[CrawlDatum] → PCollection[(shard, ('delete', url))]: every page of the
+    crawldb that must leave the index, gone, redirected or duplicate (policy/indexing.py
+    `deletion`), as Nutch's CleaningJob deletes them. `index` runs it over the whole crawldb
+    with the documents of its segments; `clean` runs it alone."""
+
+    def __init__(self, *, shards: int):
+        super().__init__()
+        self.shards = shards
+
+    def expand(self, crawldb):
+        return crawldb | 'Deletion' >> beam.ParDo(_DeletionFn(self.shards))
 
 
 class _WriteShardFn(metrics.CountingDoFn):
@@ -141,8 +167,9 @@ class WriteIndexShards(beam.PTransform):
 
 
 class IndexEntries(beam.PTransform):
-    """PBegin → PCollection[(shard, (DOC, document) | (DELETE, url))]: every URL of the crawldb
-    that the parse parts of `segments` (names) bring a document or a deletion for.
+    """PBegin → PCollection[(shard, (DOC, document) | (DELETE, url))]: a document for every URL
+    of the crawldb that the parse parts of `segments` (names) bring one for, and a deletion for
+    every page of the crawldb that must leave the index (Deletions).
 
     Args (keyword-only):
       crawl: the crawl directory (a CrawlLayout).
@@ -163,15 +190,18 @@ class IndexEntries(beam.PTransform):
                        | f'Tag_{part}_{n}' >> beam.Map(lambda r, n=n: (n, r))
                        for n in self.segments]
             return streams | f'All_{part}' >> beam.Flatten()
+        crawldb = pbegin | 'ReadCrawlDb' >> ReadCrawlDb(crawl.crawldb)
         inputs = {
-            'crawldb': pbegin | 'ReadCrawlDb' >> ReadCrawlDb(crawl.crawldb),
+            'crawldb': crawldb,
             'linkdb': pbegin | 'ReadLinkDb' >> ReadParts(crawl.linkdb.part_files()),
             'parse_data': parts(PARSE_DATA),
             'parse_text': parts(PARSE_TEXT),
         }
-        return (inputs
+        docs = (inputs
                 | 'JoinByUrl' >> JoinByUrl()
                 | 'BuildDocuments' >> BuildDocuments(rules=self.rules, shards=self.shards))
+        deletions = crawldb | 'Deletions' >> Deletions(shards=self.shards)
+        return (docs, deletions) | 'Entries' >> beam.Flatten()
 
 
 class WriteJsonLines(beam.PTransform):
