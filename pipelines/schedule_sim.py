@@ -39,7 +39,8 @@ def add_arguments(parser):
     lab.add_argument('--round-hours', type=float, default=24.0,
                      help='hours between two crawl rounds (default 24)')
     lab.add_argument('--schedules', default='default,adaptive',
-                     help='comma-separated: default, adaptive, mime-adaptive (the crawler\'s) '
+                     help='comma-separated: default, adaptive, mime-adaptive, optimal (the '
+                          'crawler\'s) '
                           'and uniform, proportional (references that know the change rates)')
     lab.add_argument('--sweep', metavar='NAME=START:STOP:STEP,...',
                      help='adaptive schedule parameters to try (inc_rate, dec_rate, '
@@ -136,9 +137,12 @@ def _crawler(name, cfg, population, args, budget, overrides=None):
     from beamcrawl.transforms import settings
     from beamcrawl.transforms.policy import freshness
     run_cfg = cfg.with_overrides(**{'db.fetch.schedule.class': name, **(overrides or {})})
+    # The optimal schedule plans for --budget, else db.fetch.schedule.optimal.budget, else
+    # what the default interval spends (as updatedb does: docs/schedules.md).
+    plan = budget or run_cfg['db.fetch.schedule.optimal.budget'] or None
     return freshness.simulate_schedule(name, settings.update_rules(run_cfg), population,
                                        days=args.days, budget=budget,
-                                       round_hours=args.round_hours)
+                                       round_hours=args.round_hours, plan_budget=plan)
 
 
 _SWEEPABLE = ('inc_rate', 'dec_rate', 'min_interval', 'max_interval', 'sync_delta_rate')

@@ -40,6 +40,9 @@ def run(args, cfg, now, beam_args):
         print('updatedb: nothing to do (every fetched segment is applied already)',
               file=sys.stderr)
         return 1
+    rates = None
+    if rules.schedule.kind == 'optimal':
+        rules, rates = _with_multiplier(rules, crawl, cfg, beam_args)
     with crawl.crawldb.update(keep_backup=cfg['db.preserve.backup'], command='updatedb') as new:
         applied = crawl.crawldb.applied_segments()
         stage = UpdateCrawlDb(
@@ -50,17 +53,80 @@ def run(args, cfg, now, beam_args):
             map_rules=MapRules(policy=policy,
                                purge_gone=cfg['db.update.purge.404'],
                                normalize=cfg['crawldb.url.normalizers'] or args.normalize,
-                               filter_urls=cfg['crawldb.url.filters'] or args.filter))
+                               filter_urls=cfg['crawldb.url.filters'] or args.filter,
+                               track_rates=rates is not None))
         p = make_pipeline(beam_args, cfg, stage.weight)
         _ = p | 'UpdateCrawlDb' >> stage
         counters = run_pipeline(p, 'updatedb')
         new.write_applied(applied + names)
+        if rates is not None:
+            new.write_note(RATE_HISTOGRAM, _updated_histogram(rates, counters))
     statuses = {k.split('.', 2)[2]: v for k, v in counters.items()
                 if k.startswith('updatedb.status.')}
     print(f'updatedb: applied {", ".join(names)}; {counters.get("updatedb.added", 0)} added, '
           f'{counters.get("updatedb.updated", 0)} updated; crawldb: ' +
           ', '.join(f'{v} {k}' for k, v in sorted(statuses.items())))
     return 0
+
+
+# The optimal schedule's histogram of the crawldb's change rates (policy/optimal.py), kept in
+# each crawldb version that updatedb writes: {"records": N, "bins": {bin: pages}}.
+RATE_HISTOGRAM = '_rate_histogram.json'
+
+
+def _with_multiplier(rules, crawl, cfg, beam_args):
+    """(the rules with the optimal schedule's multiplier solved on the crawldb's histogram of
+    change rates, that histogram). The histogram is the one the last updatedb left in the
+    crawldb; when it is missing or does not count the crawldb's records (another command wrote
+    the version: inject, dedup, ...), it is counted again in a pass over the crawldb."""
+    import dataclasses
+    import json
+
+    from beamcrawl.transforms.policy.optimal import (DAY_S, NOT_PLANNED_BIN, multiplier_for,
+                                                     record_bin)
+    from beamcrawl.transforms.storage.parts import count_records
+    records = count_records(crawl.crawldb.part_files())
+    histogram = None
+    note = crawl.crawldb.read_note(RATE_HISTOGRAM)
+    if note:
+        try:
+            saved = json.loads(note)
+            if saved['records'] == records:
+                histogram = {int(k): int(v) for k, v in saved['bins'].items()}
+        except (ValueError, KeyError, TypeError):
+            histogram = None
+    if histogram is None and records:
+        from beamcrawl.transforms.crawlstats import count_crawldb
+        log.info('counting the change rates of the crawldb (optimal schedule)')
+        histogram = {int(k): n for k, n in count_crawldb(
+            crawl.root, cfg, beam_args, lambda r: [record_bin(r)], 'rate-histogram')}
+    histogram = histogram or {}
+    schedule = rules.schedule
+    planned = sum(n for k, n in histogram.items() if k != NOT_PLANNED_BIN)
+    budget = cfg['db.fetch.schedule.optimal.budget'] or \
+        planned * DAY_S / schedule.default_interval
+    multiplier = multiplier_for(histogram, budget, schedule.default_interval / DAY_S,
+                                schedule.min_days, schedule.max_days)
+    log.info('optimal schedule: %d pages planned, %d with a change rate, budget %.0f fetches '
+             'a day, multiplier %s', planned,
+             sum(n for k, n in histogram.items() if k >= 0), budget,
+             f'{multiplier:.4g}' if multiplier is not None else 'none yet (default intervals)')
+    return dataclasses.replace(rules, schedule=schedule.with_multiplier(multiplier)), histogram
+
+
+def _updated_histogram(histogram, counters) -> str:
+    """The histogram after the update: the old one plus the bins' counts (updatedb.py)."""
+    import json
+
+    from beamcrawl.transforms.base import metrics
+    new = dict(histogram)
+    for name, n in counters.items():
+        if name.startswith(metrics.UPDATEDB_RATE_BIN):
+            k = int(name[len(metrics.UPDATEDB_RATE_BIN):])
+            new[k] = new.get(k, 0) + n
+    new = {k: n for k, n in new.items() if n}
+    records = sum(n for name, n in counters.items() if name.startswith('updatedb.status.'))
+    return json.dumps({'records': records, 'bins': {str(k): n for k, n in sorted(new.items())}})
 
 
 if __name__ == '__main__':

@@ -32,7 +32,9 @@ def test_the_default_schedule_refetches_every_page_every_30_days():
     assert result.fetches == 500 * 3                     # days 0, 30 and 60
     assert set(np.round(result.final_intervals_days, 6)) == {30.0}
     assert 0.0 <= min(result.daily_freshness) <= max(result.daily_freshness) <= 1.0
-    assert result.daily_freshness[0] == 1.0               # everything just fetched
+    # everything just fetched: fresh on day 0 until its first change (averaged over the day)
+    expected = np.mean(-np.expm1(-pop.rate) / pop.rate)
+    assert result.daily_freshness[0] == pytest.approx(expected, abs=0.03)
 
 
 def test_a_page_that_never_changes_is_a_wasted_fetch_and_always_fresh():

@@ -221,6 +221,13 @@ def _schedule(cfg, kind: str) -> Tuple[FetchSchedule, list]:
                 max_interval=cfg['db.fetch.interval.max'])
     if kind == 'default':
         return DefaultFetchSchedule(**base), []
+    if kind == 'optimal':
+        from beamcrawl.transforms.policy.optimal import OptimalFetchSchedule
+        return OptimalFetchSchedule(
+            **base, min_interval_s=cfg['db.fetch.schedule.optimal.min_interval'],
+            max_interval_s=cfg['db.fetch.schedule.optimal.max_interval'],
+            history=cfg['db.fetch.schedule.optimal.history'],
+            prior_sigma=cfg['db.fetch.schedule.optimal.prior.sigma']), []
     lo, hi = (cfg['db.fetch.schedule.adaptive.min_interval'],
               cfg['db.fetch.schedule.adaptive.max_interval'])
     problems: list = []

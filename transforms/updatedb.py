@@ -19,6 +19,7 @@ from beamcrawl.transforms.engine.items import FETCH, LINK, OLD, OLD_RAW, SIGNATU
 from beamcrawl.transforms.engine.mapreduce import MapReduce
 from beamcrawl.transforms.engine.reducers import JoinReducer, Mapper
 from beamcrawl.transforms.engine.units import RECORDS_PER_UNIT, Unit, avro_units
+from beamcrawl.transforms.policy.optimal import record_bin
 from beamcrawl.transforms.policy.updatedb import UpdateRules, merge_links_only, merge_url
 from beamcrawl.transforms.policy.urls import UrlPolicy
 from beamcrawl.transforms.runners.runtime import workers_of
@@ -52,9 +53,10 @@ class MapRules:
     links, and normalize / filter when asked."""
 
     def __init__(self, *, policy: UrlPolicy, purge_gone: bool, normalize: bool,
-                 filter_urls: bool):
+                 filter_urls: bool, track_rates: bool = False):
         self.policy, self.purge_gone = policy, purge_gone
         self.normalize, self.filter_urls = normalize, filter_urls
+        self.track_rates = track_rates      # count the rate bins of dropped crawldb records
 
     @property
     def keeps_urls(self) -> bool:
@@ -70,6 +72,12 @@ class MapRules:
 
     def apply(self, kind: str, record: dict, counts) -> Optional[dict]:
         """The record to merge (its URL possibly normalized), or None when dropped (counted)."""
+        kept = self._apply(kind, record, counts)
+        if kept is None and kind == OLD and self.track_rates:
+            counts.inc(metrics.UPDATEDB_RATE_BIN + str(record_bin(record)), -1)
+        return kept
+
+    def _apply(self, kind: str, record: dict, counts) -> Optional[dict]:
         if self.purge_gone and record['status'] == 'db_gone':
             counts.inc(metrics.UPDATEDB_PURGED_GONE)
             return None
@@ -90,12 +98,19 @@ class MapRules:
 
 def merge_counted(buckets: Dict[str, list], now: int, rules: UpdateRules, counts
                   ) -> Optional[dict]:
-    """merge_url over {kind: [records]}, counting the outcome and the new record's status."""
+    """merge_url over {kind: [records]}, counting the outcome and the new record's status;
+    with the optimal schedule, also how the crawldb's histogram of change rates changes
+    (policy/optimal.py: updatedb keeps the histogram up to date from these counts)."""
     record, outcome = merge_url(buckets[OLD], buckets[FETCH], buckets[LINK], buckets[SIGNATURE],
                                 now, rules)
     counts.inc(metrics.UPDATEDB_OUTCOME + outcome)
     if record is not None:
         counts.inc(metrics.UPDATEDB_STATUS + record['status'])
+    if rules.schedule.kind == 'optimal':
+        for old in buckets[OLD]:
+            counts.inc(metrics.UPDATEDB_RATE_BIN + str(record_bin(old)), -1)
+        if record is not None:
+            counts.inc(metrics.UPDATEDB_RATE_BIN + str(record_bin(record)))
     return record
 
 

@@ -16,7 +16,8 @@ proportional to its change rate; both spend the budget (or, without one, what th
 30-day interval spends).
 
 Per schedule: average freshness (the share of pages whose stored copy is current, averaged over
-the rounds), average age (days since the stored copy became stale, 0 when fresh), fetches,
+time: within each round, from its fetches to the next round's), average age (days since the
+stored copy became stale, 0 when fresh, averaged likewise), fetches,
 fetches per day, freshness per 1,000 daily fetches, wasted fetches (the page had not changed)
 and missed changes (changes overwritten by a later change before any fetch saw them).
 
@@ -28,6 +29,7 @@ Change models (`ChangeModel`):
   mixed     (default) 20% of pages never change, 5% change every hour, the rest as poisson.
 """
 
+import copy
 import dataclasses
 import math
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
@@ -83,7 +85,7 @@ def make_population(n: int, model: str, seed: int) -> Population:
 @dataclasses.dataclass
 class Result:
     name: str
-    freshness: float = 0.0           # share of current pages, averaged over the rounds
+    freshness: float = 0.0           # share of current pages, averaged over time
     age_days: float = 0.0            # days a stale copy has been stale, averaged likewise
     fetches: int = 0
     fetches_per_day: float = 0.0
@@ -145,11 +147,18 @@ class _Truth:
         self.known[idx] = True
         return changed, missed
 
-    def measure(self, t: float) -> Tuple[float, float]:
-        """(share of current copies, mean days since copies became stale) at day t."""
-        fresh = self.known & (self.next_change > t)
-        age = np.where(fresh, 0.0, t - self.next_change)
-        return float(fresh.mean()), float(age.mean())
+    def measure(self, t: float, span: float) -> Tuple[float, float]:
+        """(share of current copies, mean days since copies became stale), averaged over the
+        time from day t (just after the round's fetches) to t + span (the next round): a copy
+        is current until the page's next change."""
+        end = np.where(self.known, np.minimum(self.next_change, t + span), t - 1e9)
+        fresh = np.clip((end - t) / span, 0.0, 1.0)
+        stale_from = np.maximum(end, t)          # the copy is stale from here to t + span
+        stale = t + span - stale_from
+        # mean over the span of (τ − end) for τ from stale_from to t + span
+        ages = np.where(self.known, stale * ((stale_from - end) + stale / 2) / span,
+                        t + span / 2)
+        return float(fresh.mean()), float(ages.mean())
 
 
 def _round_days(hours: float) -> float:
@@ -222,11 +231,70 @@ class _Transitions:
                 new['signature'] is not None)
 
 
+class _ChangeRates:
+    """The optimal schedule's side of the lab (policy/optimal.py, policy/changerate.py): each
+    page's history of observations, its estimated change rate, and the multiplier solved
+    before each round on the histogram of the estimates, as updatedb solves it on the
+    crawldb's; the interval of each fetched page comes from the schedule's own functions,
+    vectorized over the pages fetched in a round."""
+
+    def __init__(self, schedule, n: int, plan_budget: float, round_days: float):
+        # An interval shorter than a round is a round: the schedule's shortest interval is
+        # the round's length here (as a crawl's db.fetch.schedule.optimal.min_interval should
+        # be; docs/schedules.md).
+        schedule = copy.copy(schedule)
+        schedule.min_days = max(schedule.min_days, round_days)
+        self.s, self.budget = schedule, plan_budget
+        self.t = np.zeros((n, schedule.history), dtype=np.float64)
+        self.changed = np.zeros((n, schedule.history), dtype=bool)
+        self.count = np.zeros(n, dtype=np.int64)
+        self.last = np.full(n, np.nan)
+        self.rate = np.full(n, np.nan)
+        self.multiplier = None
+
+    def start_round(self) -> None:
+        from beamcrawl.transforms.policy.optimal import NO_HISTORY_BIN, multiplier_for, rate_bins
+        known = ~np.isnan(self.rate)
+        counts = np.bincount(rate_bins(self.rate[known]))
+        histogram = {k: int(c) for k, c in enumerate(counts) if c}
+        histogram[NO_HISTORY_BIN] = int(np.count_nonzero(~known))
+        self.multiplier = multiplier_for(histogram, self.budget,
+                                         self.s.default_interval / 86400.0, self.s.min_days,
+                                         self.s.max_days)
+
+    def fetched(self, idx: np.ndarray, changed: np.ndarray, first: np.ndarray, t: float
+                ) -> np.ndarray:
+        """The new interval (days) of pages `idx` fetched at day t."""
+        from beamcrawl.transforms.policy.changerate import estimate_rates
+        from beamcrawl.transforms.policy.optimal import optimal_intervals
+        seen = idx[~first & ~np.isnan(self.last[idx])]
+        seen_changed = changed[~first & ~np.isnan(self.last[idx])]
+        if len(seen):
+            slot = self.count[seen] % self.s.history
+            self.t[seen, slot] = t - self.last[seen]
+            self.changed[seen, slot] = seen_changed
+            self.count[seen] += 1
+        self.last[idx] = t
+        rows = idx[self.count[idx] > 0]
+        if len(rows):
+            valid = np.arange(self.s.history)[None, :] < self.count[rows][:, None]
+            self.rate[rows] = estimate_rates(self.t[rows], self.changed[rows], valid,
+                                             prior_rate=self.s.prior_rate,
+                                             prior_sigma=self.s.prior_sigma)
+        days = np.full(len(idx), self.s.default_interval / 86400.0)
+        if self.multiplier is not None:
+            known = ~np.isnan(self.rate[idx])
+            days[known] = optimal_intervals(self.rate[idx][known], self.multiplier,
+                                            self.s.min_days, self.s.max_days)
+        return np.maximum(1.0, np.rint(days * 86400.0)) / 86400.0
+
+
 def simulate_schedule(name: str, rules: UpdateRules, population: Population, *, days: int,
                       budget: Optional[int], round_hours: float = 24.0,
-                      content_type: str = 'text/html',
+                      content_type: str = 'text/html', plan_budget: Optional[float] = None,
                       progress: Optional[Callable[[str], None]] = None) -> Result:
-    """Runs a crawler schedule (through merge_url with `rules`) over the population."""
+    """Runs a crawler schedule (through merge_url with `rules`) over the population. The
+    optimal schedule plans for `plan_budget` fetches a day (_ChangeRates)."""
     n = population.size
     rng = np.random.default_rng(population.seed + 1)
     truth = _Truth(population, rng)
@@ -240,10 +308,16 @@ def simulate_schedule(name: str, rules: UpdateRules, population: Population, *, 
     result = Result(name)
     freshness, ages = [], []
     rounds = int(round(days / step))
+    rates = None
+    if rules.schedule.kind == 'optimal':
+        rates = _ChangeRates(rules.schedule, n, plan_budget or n * 86400.0 / default, step)
     for r in range(rounds):
         t = r * step
+        if rates is not None:
+            rates.start_round()
         chosen = _select(fetch_time <= t + 1e-9, fetch_time, budget)
         if len(chosen):
+            first = ~has_sig[chosen]
             changed, missed = truth.fetch(chosen, t)
             result.missed += missed
             kinds = np.where(~has_sig[chosen], _Transitions.FIRST,
@@ -262,8 +336,12 @@ def simulate_schedule(name: str, rules: UpdateRules, population: Population, *, 
             fetch_time[chosen] = t + got[:, 1] / DAY_MS
             modified[chosen] = np.where(got[:, 2] > -10 ** 14, t + got[:, 2] / DAY_MS, -np.inf)
             has_sig[chosen] = got[:, 3] > 0
+            if rates is not None:
+                planned = rates.fetched(chosen, changed, first, t)
+                interval[chosen] = np.rint(planned * 86400.0).astype(np.int64)
+                fetch_time[chosen] = t + planned
             result.fetches += len(chosen)
-        fresh, age = truth.measure(t)
+        fresh, age = truth.measure(t, step)
         freshness.append(fresh)
         ages.append(age)
         if progress and r and r % 100 == 0:
@@ -305,7 +383,7 @@ def simulate_reference(name: str, population: Population, *, days: int, budget: 
             result.wasted += int(np.count_nonzero(~changed & ~first_time))
             fetch_time[chosen] = fetch_time[chosen] + period[chosen]
             result.fetches += len(chosen)
-        fresh, age = truth.measure(t)
+        fresh, age = truth.measure(t, step)
         freshness.append(fresh)
         ages.append(age)
     result.final_intervals_days = np.where(np.isfinite(period), period, np.nan)

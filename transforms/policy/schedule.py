@@ -30,6 +30,7 @@ SCHEDULE_KINDS = {
     'AdaptiveFetchSchedule': 'adaptive', 'adaptive': 'adaptive',
     'org.apache.nutch.crawl.MimeAdaptiveFetchSchedule': 'mime-adaptive',
     'MimeAdaptiveFetchSchedule': 'mime-adaptive', 'mime-adaptive': 'mime-adaptive',
+    'optimal': 'optimal', 'OptimalFetchSchedule': 'optimal',       # ours (policy/optimal.py)
 }
 
 
