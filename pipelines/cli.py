@@ -42,6 +42,10 @@ COMMANDS = {
     'warc-export': 'beamcrawl.pipelines.warc_export',
     'sitemap': 'beamcrawl.pipelines.sitemap',
     'config': 'beamcrawl.pipelines.config',
+    'mergedb': 'beamcrawl.pipelines.mergedb',
+    'mergelinkdb': 'beamcrawl.pipelines.mergelinkdb',
+    'mergesegs': 'beamcrawl.pipelines.mergesegs',
+    'freegen': 'beamcrawl.pipelines.freegen',
 }
 # Commands that only read a crawl directory: they never record its site settings.
 READ_ONLY = frozenset({'readdb', 'readseg', 'readlinkdb', 'search', 'config'})
@@ -57,14 +61,21 @@ class _Parser(argparse.ArgumentParser):
 
 # Arguments that name local files or directories. They are made absolute before any pipeline
 # is built: a cluster's workers run in another working directory.
-_PATH_ARGS = ('crawl_dir', 'conf', 'seeds', 'dump', 'plot', 'home')
+_PATH_ARGS = ('crawl_dir', 'conf', 'seeds', 'dump', 'plot', 'home', 'inputs', 'out', 'urls')
+
+
+def _absolute(value):
+    return os.path.abspath(value) if isinstance(value, str) and value and '://' not in value \
+        else value
 
 
 def _absolute_paths(args) -> None:
     for name in _PATH_ARGS:
-        value = getattr(args, name, None)
-        if isinstance(value, str) and value and '://' not in value:
-            setattr(args, name, os.path.abspath(value))
+        if not hasattr(args, name):
+            continue
+        value = getattr(args, name)
+        setattr(args, name, [_absolute(v) for v in value] if isinstance(value, list)
+                else _absolute(value))
 
 
 def run_command(name: str, argv: List[str]) -> int:
