@@ -27,9 +27,8 @@ from beamcrawl.transforms.policy.urls import UrlPolicy
 from beamcrawl.transforms.runners.runtime import workers_of
 from beamcrawl.transforms.storage import container, fs, partwriter
 from beamcrawl.transforms.storage.databases import DbUpdate
-from beamcrawl.transforms.storage.records import (CRAWL_DATUM_SCHEMA, DB_STATUSES,
-                                                  INLINKS_SCHEMA, SCHEMAS, complete_datum,
-                                                  inlink_pairs, inlinks)
+from beamcrawl.transforms.storage.records import (CRAWL_DATUM_SCHEMA, DB_STATUSES, INLINKS_SCHEMA,
+                                                  SCHEMAS, complete_datum, inlink_pairs, inlinks)
 
 __all__ = ['MergeCrawlDbs', 'MergeLinkDbs', 'MergeSegments', 'CrawlDbMergeMapper',
            'LinkDbMergeMapper', 'slice_dir']

@@ -72,8 +72,7 @@ def merge_segment_url(items: Iterable[Tuple[str, str, dict]]) -> Dict[str, List[
     linked: Dict[str, List[dict]] = {'crawl_fetch': [], 'crawl_parse': []}
     for segment, part, record in items:
         if part in linked and record['status'] == 'linked':
-            if record not in linked[part]:
-                linked[part].append(record)
+            linked[part].append(record)     # two alike are two links (OPIC adds both)
             continue
         if part == 'crawl_fetch':
             if record['status'] in FETCH_STATUSES:

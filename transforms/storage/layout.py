@@ -12,8 +12,8 @@ import os
 import time
 import uuid
 
-from beamcrawl.transforms.storage import foreign
 from beamcrawl.transforms.base.errors import InputError
+from beamcrawl.transforms.storage import foreign
 from beamcrawl.transforms.storage.databases import POINTER, DbLayout
 from beamcrawl.transforms.storage.fs import entries, exists, is_local, join
 from beamcrawl.transforms.storage.indexdir import IndexLayout
@@ -54,8 +54,10 @@ def database_at(path: str, kind: str) -> DbLayout:
     path = path.rstrip('/') if len(path) > 1 else path
     if is_local(path) and os.path.exists(path) and not os.path.isdir(path):
         raise InputError(f'{path}: is a file, not a crawl directory or a {kind}')
-    here = entries(path) if exists(path) else []
-    if kind in here or not here:
+    if not exists(path):
+        raise InputError(f'{path}: no such crawl directory or {kind}')
+    here = entries(path)
+    if {kind, 'crawldb', 'linkdb', 'segments'} & set(here) or not here:
         crawl = CrawlLayout(path)
         crawl.refuse_foreign()
         db = crawl.crawldb if kind == 'crawldb' else crawl.linkdb
