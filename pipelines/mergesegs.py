@@ -79,6 +79,7 @@ def run(args, cfg, now, beam_args):
         for number, name in enumerate(segment_names(target.segment_names(), now, count)):
             fs.mkdirs(target.segment(name))
             with target.segment_update(name, parts, 'mergesegs') as update:
+                target.write_merged_from(name, names)
                 for part in parts:
                     written = slice_dir(scratch, number, part)
                     if fs.exists(written):

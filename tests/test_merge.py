@@ -349,7 +349,8 @@ def test_mergesegs_of_segments_without_common_parts_merges_what_they_share(crawl
     capsys.readouterr()
     assert main(['mergesegs', crawl, '--now', str(NOW + 41 * DAY)]) == 0
     (path,) = capsys.readouterr().out.split()
-    assert sorted(os.listdir(path)) == ['crawl_generate']       # Nutch's rule
+    assert sorted(os.listdir(path)) == ['_merged_from', 'crawl_generate']   # Nutch's rule
+    assert open(os.path.join(path, '_merged_from')).read().split() == names
     generated = {r['url'] for n in names
                  for r in iter_records(CrawlLayout(crawl).part_files(n, 'crawl_generate'))}
     assert {r['url'] for r in iter_records(CrawlLayout(crawl).part_files(
@@ -439,3 +440,26 @@ def test_wrong_input_is_one_line_and_changes_nothing(crawls, tmp_path, args, mes
     line = _one_line_exit_2(run_cli(*[names.get(a, a) for a in args], check=False))
     assert message in line
     assert _tree(crawl) == before and _snapshot(nutch) == nutch_before
+
+
+def test_updatedb_applies_a_merged_segment_or_its_inputs_never_both(crawls, tmp_path, capsys):
+    conf = crawls['conf']
+    crawl = _copy(crawls, 'split', tmp_path)
+    names = CrawlLayout(crawl).segment_names()
+    capsys.readouterr()
+    assert main(['mergesegs', crawl, '--now', str(NOW + DAY)]) == 0
+    merged = os.path.basename(capsys.readouterr().out.strip())
+    # its inputs are here, not applied: updatedb applies them, not the merged segment
+    assert main(['updatedb', crawl, '--now', str(NOW + DAY), *conf]) == 0
+    assert f'applied {", ".join(names)};' in capsys.readouterr().out
+    # every input applied: nothing left to do
+    assert run_cli('updatedb', crawl, '--now', str(NOW + DAY), check=False).returncode == 1
+    # the inputs removed before they were applied: the merged segment is applied
+    other = _copy(crawls, 'split', tmp_path / 'b')
+    assert main(['mergesegs', other, '--now', str(NOW + DAY)]) == 0
+    for name in names:
+        shutil.rmtree(os.path.join(other, 'segments', name))
+    capsys.readouterr()
+    assert main(['updatedb', other, '--now', str(NOW + DAY), *conf]) == 0
+    assert f'applied {merged};' in capsys.readouterr().out
+    assert read_db(other) == read_db(crawl)
