@@ -8,6 +8,7 @@ segments of CRAWL_DIR (or of --out), named as generate names them. The inputs ar
 """
 
 import logging
+import math
 import sys
 import uuid
 
@@ -37,12 +38,13 @@ def add_arguments(parser):
 def run(args, cfg, now, beam_args):
     from beamcrawl.transforms import settings
     from beamcrawl.transforms.base import metrics
-    from beamcrawl.transforms.merge import MergeSegments, slice_dir
+    from beamcrawl.transforms.merge import RECORDS_PER_FILE, MergeSegments, slice_dir
     from beamcrawl.transforms.policy.generate import segment_names
     from beamcrawl.transforms.policy.merging import SEGMENT_RECORD_PARTS
     from beamcrawl.transforms.runners.runtime import make_pipeline, run_pipeline
     from beamcrawl.transforms.storage import fs
     from beamcrawl.transforms.storage.layout import CrawlLayout
+    from beamcrawl.transforms.storage.parts import count_records
     from beamcrawl.transforms.storage.partwriter import write_avro_file
     from beamcrawl.transforms.storage.records import SCHEMAS
     slice_size = _count(args.slice) if args.slice is not None else 0
@@ -61,14 +63,18 @@ def run(args, cfg, now, beam_args):
     if args.out:
         target.refuse_foreign()
     files = [(n, p, f) for n in names for p in parts for f in crawl.part_files(n, p)]
-    shards = max(len(crawl.part_files(n, parts[0])) for n in names)
+    records = count_records([f for _, _, f in files])
+    # As many part files as the inputs' fetch lists have, or more for a large merge: each part
+    # file of a slice is written by one worker from memory (RECORDS_PER_FILE).
+    shards = max([len(crawl.part_files(n, parts[0])) for n in names] +
+                 [math.ceil(records / len(parts) / RECORDS_PER_FILE)])
     scratch = fs.join(target.segments, f'{fs.TMP_PREFIX}mergesegs-{uuid.uuid4().hex[:12]}')
     made = []
     try:
         stage = MergeSegments(files=files, scratch=scratch, slice_size=slice_size,
                               shards=shards, policy=policy, normalize=args.normalize,
                               filter_urls=args.filter)
-        p = make_pipeline(beam_args, cfg, 0)
+        p = make_pipeline(beam_args, cfg, records)
         _ = p | 'MergeSegments' >> stage
         counters = run_pipeline(p, 'mergesegs')
         urls = counters.get(metrics.MERGE_WRITTEN, 0)

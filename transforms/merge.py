@@ -31,7 +31,11 @@ from beamcrawl.transforms.storage.records import (CRAWL_DATUM_SCHEMA, DB_STATUSE
                                                   SCHEMAS, complete_datum, inlink_pairs, inlinks)
 
 __all__ = ['MergeCrawlDbs', 'MergeLinkDbs', 'MergeSegments', 'CrawlDbMergeMapper',
-           'LinkDbMergeMapper', 'slice_dir']
+           'LinkDbMergeMapper', 'slice_dir', 'RECORDS_PER_FILE']
+
+# mergesegs: about how many records of a part one of its files holds (each file is written by
+# one worker from its records in memory: a content record is a whole page).
+RECORDS_PER_FILE = 5_000
 
 
 class _UrlCleaner:
