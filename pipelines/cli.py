@@ -110,8 +110,8 @@ def run_command(name: str, argv: List[str]) -> int:
     interrupts.handle_signals()
     try:
         layout = None
+        from beamcrawl.transforms.storage.layout import CrawlLayout
         if getattr(args, 'crawl_dir', None):
-            from beamcrawl.transforms.storage.layout import CrawlLayout
             from beamcrawl.transforms.storage.stores import check_options
             check_options(args.crawl_dir, PipelineOptions(beam_args))
             layout = CrawlLayout(args.crawl_dir)
@@ -122,7 +122,10 @@ def run_command(name: str, argv: List[str]) -> int:
             return module.run(args, cfg, now, beam_args)
         finally:
             if layout is not None and name not in READ_ONLY:
-                record_site_config(name, cfg, layout)
+                # A command writing into another crawl directory (mergedb --out) records the
+                # settings there: CRAWL_DIR is only read.
+                written = getattr(module, 'written_crawl_dir', lambda _: None)(args)
+                record_site_config(name, cfg, CrawlLayout(written) if written else layout)
     except UserError as e:
         print(f'{prog}: {_without_step(str(e))}', file=sys.stderr)
         return e.exit_code

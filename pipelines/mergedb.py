@@ -13,6 +13,11 @@ import sys
 from beamcrawl.pipelines.cli import run_command
 
 
+def written_crawl_dir(args):
+    """The crawl directory this command writes into when it is not CRAWL_DIR (cli.py)."""
+    return args.out
+
+
 def add_arguments(parser, kind='crawldb'):
     parser.add_argument('crawl_dir', metavar='CRAWL_DIR')
     parser.add_argument('inputs', metavar='INPUT', nargs='+',

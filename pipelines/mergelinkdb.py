@@ -14,6 +14,9 @@ from beamcrawl.pipelines import mergedb
 from beamcrawl.pipelines.cli import run_command
 
 
+written_crawl_dir = mergedb.written_crawl_dir
+
+
 def add_arguments(parser):
     mergedb.add_arguments(parser, kind='linkdb')
 

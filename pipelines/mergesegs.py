@@ -24,6 +24,11 @@ def _count(text):
     return int(text)
 
 
+def written_crawl_dir(args):
+    """The crawl directory this command writes into when it is not CRAWL_DIR (cli.py)."""
+    return args.out
+
+
 def add_arguments(parser):
     parser.add_argument('crawl_dir', metavar='CRAWL_DIR')
     parser.add_argument('segments', metavar='SEGMENT', nargs='*',

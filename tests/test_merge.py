@@ -463,3 +463,18 @@ def test_updatedb_applies_a_merged_segment_or_its_inputs_never_both(crawls, tmp_
     assert main(['updatedb', other, '--now', str(NOW + DAY), *conf]) == 0
     assert f'applied {merged};' in capsys.readouterr().out
     assert read_db(other) == read_db(crawl)
+
+
+def test_with_out_the_crawl_dir_is_only_read_and_the_settings_go_to_the_new_one(crawls,
+                                                                               tmp_path):
+    source = _copy(crawls, 'one', tmp_path)
+    os.remove(os.path.join(source, 'crawl-conf.yaml'))     # nothing recorded: -D would be
+    before = _tree(source)
+    out = str(tmp_path / 'new')
+    assert main(['mergedb', source, crawls['two'], '--out', out, '-D',
+                 'db.preserve.backup=true']) == 0
+    assert _tree(source) == before
+    assert 'db.preserve.backup: true' in open(os.path.join(out, 'crawl-conf.yaml')).read()
+    assert main(['mergesegs', source, '--out', out, '-D', 'db.preserve.backup=true',
+                 '--now', str(NOW + DAY)]) == 0
+    assert _tree(source) == before and CrawlLayout(out).segment_names()
