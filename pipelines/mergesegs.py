@@ -8,7 +8,6 @@ segments of CRAWL_DIR (or of --out), named as generate names them. The inputs ar
 """
 
 import logging
-import math
 import sys
 import uuid
 
@@ -43,13 +42,12 @@ def add_arguments(parser):
 def run(args, cfg, now, beam_args):
     from beamcrawl.transforms import settings
     from beamcrawl.transforms.base import metrics
-    from beamcrawl.transforms.merge import RECORDS_PER_FILE, MergeSegments, slice_dir
+    from beamcrawl.transforms.merge import CutSlices, MergeSegments, slice_dir
     from beamcrawl.transforms.policy.generate import segment_names
     from beamcrawl.transforms.policy.merging import SEGMENT_RECORD_PARTS
     from beamcrawl.transforms.runners.runtime import make_pipeline, run_pipeline
     from beamcrawl.transforms.storage import fs
     from beamcrawl.transforms.storage.layout import CrawlLayout
-    from beamcrawl.transforms.storage.parts import count_records
     from beamcrawl.transforms.storage.partwriter import write_avro_file
     from beamcrawl.transforms.storage.records import SCHEMAS
     slice_size = _count(args.slice) if args.slice is not None else 0
@@ -68,25 +66,27 @@ def run(args, cfg, now, beam_args):
     if args.out:
         target.refuse_foreign()
     files = [(n, p, f) for n in names for p in parts for f in crawl.part_files(n, p)]
-    records = count_records([f for _, _, f in files])
-    # As many part files as the inputs' fetch lists have, or more for a large merge: each part
-    # file of a slice is written by one worker from memory (RECORDS_PER_FILE).
-    shards = max([len(crawl.part_files(n, parts[0])) for n in names] +
-                 [math.ceil(records / len(parts) / RECORDS_PER_FILE)])
     scratch = fs.join(target.segments, f'{fs.TMP_PREFIX}mergesegs-{uuid.uuid4().hex[:12]}')
     made = []
     try:
-        stage = MergeSegments(files=files, scratch=scratch, slice_size=slice_size,
-                              shards=shards, policy=policy, normalize=args.normalize,
-                              filter_urls=args.filter)
-        p = make_pipeline(beam_args, cfg, records)
+        stage = MergeSegments(files=files, scratch=scratch, policy=policy,
+                              normalize=args.normalize, filter_urls=args.filter)
+        p = make_pipeline(beam_args, cfg, stage.weight)
         _ = p | 'MergeSegments' >> stage
         counters = run_pipeline(p, 'mergesegs')
         urls = counters.get(metrics.MERGE_WRITTEN, 0)
-        count = len(fs.children(scratch)) if fs.exists(scratch) else 0    # slices written
-        if count == 0:
+        if urls == 0:
             print('mergesegs: nothing to do (no URL left to merge)', file=sys.stderr)
             return 1
+        if slice_size:
+            cut = CutSlices(stage, slice_size, stage.partition_urls())
+            p = make_pipeline(beam_args, cfg, stage.weight)
+            _ = p | 'CutSlices' >> cut
+            run_pipeline(p, 'mergesegs --slice')
+        else:
+            stage.single_slice()
+        slices = fs.join(scratch, 'slices')
+        count = len(fs.children(slices))                                # slices written
         for number, name in enumerate(segment_names(target.segment_names(), now, count)):
             fs.mkdirs(target.segment(name))
             with target.segment_update(name, parts, 'mergesegs') as update:

@@ -4,15 +4,18 @@
   several databases: the map side normalizes and filters the URLs when asked (Nutch's
   CrawlDbFilter and LinkDbFilter), the reduce side merges the records of each URL by
   policy/merging.py and writes the partition sorted by URL, as inject and updatedb do.
-* `MergeSegments` reads the records of the chosen parts of several segments, groups them by URL,
-  keeps per part what `merge_segment_url` keeps, and writes the result as slices
-  (`<scratch>/<slice>/<part>/part-NNNNN.avro`, the URLs of a host in one part, each part sorted
-  by URL); the command publishes each slice as a segment (docs/merging.md).
+* `MergeSegments` is a MapReduce too, over the chosen parts of several segments: per URL it
+  keeps per part what `merge_segment_url` keeps; `CutSlices` cuts the result into slices of N
+  URLs. The command publishes each slice as a segment (docs/merging.md).
 """
 
+import contextlib
+import math
+import pickle
 from typing import List, Optional, Sequence, Tuple
 
 import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
 
 from beamcrawl.transforms.base import metrics
 from beamcrawl.transforms.engine.mapreduce import MapReduce
@@ -21,8 +24,6 @@ from beamcrawl.transforms.engine.reducers import Mapper, Reducer
 from beamcrawl.transforms.engine.units import RECORDS_PER_UNIT, avro_units
 from beamcrawl.transforms.policy.merging import (merge_datums, merge_inlinks, merge_segment_url,
                                                  slice_of)
-from beamcrawl.transforms.policy.partition import partition
-from beamcrawl.transforms.policy.urlparts import scheme_host
 from beamcrawl.transforms.policy.urls import UrlPolicy
 from beamcrawl.transforms.runners.runtime import workers_of
 from beamcrawl.transforms.storage import container, fs, partwriter
@@ -31,11 +32,12 @@ from beamcrawl.transforms.storage.records import (CRAWL_DATUM_SCHEMA, DB_STATUSE
                                                   SCHEMAS, complete_datum, inlink_pairs, inlinks)
 
 __all__ = ['MergeCrawlDbs', 'MergeLinkDbs', 'MergeSegments', 'CrawlDbMergeMapper',
-           'LinkDbMergeMapper', 'slice_dir', 'RECORDS_PER_FILE']
+           'LinkDbMergeMapper', 'SegmentMergeMapper', 'CutSlices', 'slice_dir',
+           'BYTES_PER_PARTITION']
 
-# mergesegs: about how many records of a part one of its files holds (each file is written by
-# one worker from its records in memory: a content record is a whole page).
-RECORDS_PER_FILE = 5_000
+# mergesegs: about how many bytes of input files (compressed) a partition of the merge takes:
+# its reducer holds them decoded in memory (content records are whole pages).
+BYTES_PER_PARTITION = 32 << 20
 
 
 class _UrlCleaner:
@@ -172,111 +174,163 @@ class MergeLinkDbs(_MergeDbs):
 
 
 # -- segments ---------------------------------------------------------------------------------
+#
+# The merge is a MapReduce like the databases': the map side reads the records of every input
+# part (normalized and filtered), the reduce side merges each URL of a partition and writes the
+# partition's records of each part, sorted by URL, into `<scratch>/merged/<part>/part-P.avro`,
+# with the partition's URLs in order (`_urls/part-P`). Records never pass through Beam's
+# shuffle (docs/performance.md). With --slice, a second pipeline cuts the partitions into
+# slices: the URLs in order of (partition, URL), N to a slice, each worker streaming the files of
+# one partition into `<scratch>/slices/<slice>/<part>/part-P.avro`.
+
+_MERGED, _SLICES, _URLS = 'merged', 'slices', '_urls'
+
 
 def slice_dir(scratch: str, number: int, part: str) -> str:
-    """Where MergeSegments writes the part `part` of slice `number`."""
-    return fs.join(scratch, f'{number:05d}', part)
+    """Where the part `part` of slice `number` is, once MergeSegments is done."""
+    return fs.join(scratch, _SLICES, f'{number:05d}', part)
 
 
-class _ReadSegmentFileFn(beam.DoFn, _UrlCleaner):
-    """(segment, part, file) → (url, (segment, part, record)) for each record, its URL
+def merged_dir(scratch: str, part: str) -> str:
+    """Where MergeSegments writes the merged records of a part (all slices)."""
+    return fs.join(scratch, _MERGED, part)
+
+
+def _urls_file(scratch: str, index: int) -> str:
+    return fs.join(scratch, _MERGED, _URLS, f'part-{index:05d}')
+
+
+class SegmentMergeMapper(Mapper, _UrlCleaner):
+    """segment part units (tag: `segment/part`) → (url, (segment, part, record)), the URL
     normalized and filtered when asked."""
 
-    def __init__(self, policy, normalize, filter_urls):
-        _UrlCleaner.__init__(self, policy, normalize, filter_urls)
-
-    def process(self, item):
-        segment, part, path = item
-        counts = metrics.BundleCounts()
-        for record, _ in container.read_records(path, with_raw=False):
+    def map(self, unit, counts):
+        segment, part = unit.tag.split('/')
+        for record, _ in container.read_records(unit.path, unit.blocks, with_raw=False):
             counts.inc(metrics.MERGE_READ)
             url = self.clean(record['url'], counts)
-            if url is None:
-                continue
-            if url != record['url']:
-                record = dict(record, url=url)
-            yield url, (segment, part, record)
-        counts.flush()
+            if url is not None:
+                yield url, (segment, part, record if url == record['url']
+                            else dict(record, url=url))
 
 
-class _MergeUrlFn(beam.DoFn):
-    def process(self, item):
-        url, values = item
-        metrics.counter(metrics.MERGE_WRITTEN).inc()
-        yield url, merge_segment_url(values)
-
-
-def _ranks(urls: List[str]) -> dict:
-    return {url: rank for rank, url in enumerate(sorted(urls))}
-
-
-class _ToFilesFn(beam.DoFn):
-    """(url, {part: records}) → ((slice, part, shard), record): a host's URLs in one shard."""
-
-    def __init__(self, slice_size: int, shards: int):
-        self.slice_size, self.shards = slice_size, shards
-
-    def process(self, item, ranks=None):
-        url, parts = item
-        number = slice_of(ranks[url], self.slice_size) if ranks is not None else 0
-        shard = partition(scheme_host(url)[1] or '', self.shards)
-        for part, records in parts.items():
-            for record in records:
-                yield (number, part, shard), record
-
-
-class _WriteFileFn(beam.DoFn):
+class _SegmentMergeReducer(Reducer):
     def __init__(self, scratch: str):
         self.scratch = scratch
 
+    def reduce(self, index, groups, path, counts):
+        urls = sorted(groups)
+        with contextlib.ExitStack() as stack:
+            writers = {}
+            for url in urls:
+                for part, records in merge_segment_url(groups[url]).items():
+                    out = writers.get(part)
+                    if out is None:
+                        out = writers[part] = stack.enter_context(partwriter.PartWriter(
+                            fs.part_file(merged_dir(self.scratch, part), index), SCHEMAS[part]))
+                    for record in records:
+                        out.write(record)
+        with fs.create(_urls_file(self.scratch, index)) as f:
+            f.write(pickle.dumps(urls, protocol=pickle.HIGHEST_PROTOCOL))
+        counts.inc(metrics.MERGE_WRITTEN, len(urls))
+
+
+class _SliceFn(beam.DoFn):
+    """(partition, its first URL's number) → the partition's records, copied into the slices
+    their URLs' numbers fall in."""
+
+    def __init__(self, scratch: str, parts: Sequence[str], size: int):
+        self.scratch, self.parts, self.size = scratch, list(parts), size
+
     def process(self, item):
-        (number, part, shard), records = item
-        records = sorted(records, key=lambda r: r['url'])       # stable: linked stay in order
-        path = fs.part_file(slice_dir(self.scratch, number, part), shard)
-        with partwriter.PartWriter(path, SCHEMAS[part]) as out:
-            for record in records:
-                out.write(record)
-        yield path
+        index, first = item
+        data = fs.read_file(_urls_file(self.scratch, index))
+        urls = pickle.loads(data) if data else []
+        number = {url: slice_of(first + rank, self.size) for rank, url in enumerate(urls)}
+        for part in self.parts:
+            source = fs.part_file(merged_dir(self.scratch, part), index)
+            if not fs.exists(source):
+                continue
+            with contextlib.ExitStack() as stack:
+                writers = {}
+                for record, raw in container.read_records(source):
+                    target = number[record['url']]
+                    out = writers.get(target)
+                    if out is None:
+                        out = writers[target] = stack.enter_context(partwriter.PartWriter(
+                            fs.part_file(slice_dir(self.scratch, target, part), index),
+                            SCHEMAS[part]))
+                    if raw is not None:
+                        out.write_raw(raw)
+                    else:
+                        out.write(record)
+            yield source
 
 
 class MergeSegments(beam.PTransform):
-    """PBegin → PCollection[part file]: segments merged (Nutch's SegmentMerger) into slices under
-    `scratch` (slice_dir).
+    """PBegin → PCollection: segments merged (Nutch's SegmentMerger) under `scratch`; the merge
+    is then slice 0 (`single_slice`), or is cut into slices by `CutSlices`.
 
     Args (keyword-only):
-      files: (segment name, part, part file) of every input part read.
-      scratch: the directory the slices are written into.
-      slice_size: URLs per slice (--slice); 0: one slice.
-      shards: part files per part of a slice (the URLs of a host in one).
+      files: (segment name, part, part file) of every input part read, in segment order.
+      scratch: the directory the merge and its slices are written into.
       policy, normalize, filter_urls: as for the databases.
 
-    With slice_size, the URLs are numbered in their order (all of them, as strings, in one
-    worker's memory) and cut into slices of slice_size."""
+    `weight`: the records read; `parts`: the parts merged; `partitions`: set by expand (a
+    partition per BYTES_PER_PARTITION of input files, a multiple of the workers)."""
 
-    def __init__(self, *, files: Sequence[Tuple[str, str, str]], scratch: str, slice_size: int,
-                 shards: int, policy: Optional[UrlPolicy], normalize: bool = False,
-                 filter_urls: bool = False):
+    def __init__(self, *, files: Sequence[Tuple[str, str, str]], scratch: str,
+                 policy: Optional[UrlPolicy], normalize: bool = False, filter_urls: bool = False):
         super().__init__()
-        self.files, self.scratch = list(files), scratch
-        self.slice_size, self.shards = slice_size, max(1, shards)
-        self.reader = _ReadSegmentFileFn(policy, normalize, filter_urls)
+        self.scratch = scratch
+        self.parts = list(dict.fromkeys(part for _, part, _ in files))
+        self.units = []
+        for segment, part, path in files:
+            self.units += avro_units([(f'{segment}/{part}', path)], schema=SCHEMAS[part],
+                                     per_unit=RECORDS_PER_UNIT, first_index=len(self.units))
+        self.weight = sum(u.records for u in self.units)
+        self.bytes = sum(m.size_in_bytes for r in FileSystems.match([f for _, _, f in files])
+                         for m in r.metadata_list)
+        self.mapper = SegmentMergeMapper(policy, normalize, filter_urls)
+        self.partitions = 0
 
     def expand(self, pbegin):
-        merged = (pbegin
-                  | 'Files' >> beam.Create(self.files)
-                  | 'Read' >> beam.ParDo(self.reader)
-                  | 'ByUrl' >> beam.GroupByKey()
-                  | 'Merge' >> beam.ParDo(_MergeUrlFn()))
-        to_files = _ToFilesFn(self.slice_size, self.shards)
-        if self.slice_size > 0:
-            ranks = (merged
-                     | 'Urls' >> beam.Keys()
-                     | 'AllUrls' >> beam.combiners.ToList()
-                     | 'Rank' >> beam.Map(_ranks))
-            keyed = merged | 'ToFiles' >> beam.ParDo(to_files, beam.pvalue.AsSingleton(ranks))
-        else:
-            keyed = merged | 'ToFiles' >> beam.ParDo(to_files)
-        return (keyed
-                | 'ByFile' >> beam.GroupByKey()
-                | 'Write' >> beam.ParDo(_WriteFileFn(self.scratch)))
+        self.partitions = partitions_for(0, math.ceil(self.bytes / BYTES_PER_PARTITION),
+                                         workers_of(pbegin.pipeline), per_partition=1)
+        out = DbUpdate(fs.join(self.scratch, _MERGED))
+        fs.mkdirs(out.dir)
+        return pbegin | 'MapReduce' >> MapReduce(
+            units=self.units, mapper=self.mapper, reducer=_SegmentMergeReducer(self.scratch),
+            partitions=self.partitions, out=out)
 
+    def partition_urls(self) -> List[int]:
+        """After the merge: the number of URLs of each partition (driver side: reads the URL
+        lists one at a time)."""
+        out = []
+        for index in range(self.partitions):
+            data = fs.read_file(_urls_file(self.scratch, index))
+            out.append(len(pickle.loads(data)) if data else 0)
+        return out
+
+    def single_slice(self) -> None:
+        """Without --slice: the merge becomes slice 0 (driver side)."""
+        target = fs.join(self.scratch, _SLICES, f'{0:05d}')
+        fs.mkdirs(target)
+        for part in self.parts:
+            if fs.exists(merged_dir(self.scratch, part)):
+                fs.rename(merged_dir(self.scratch, part), fs.join(target, part))
+
+
+class CutSlices(beam.PTransform):
+    """PBegin → PCollection: the merge of `merge` (a MergeSegments that ran) cut into slices of
+    `size` URLs, in order of (partition, URL), given the URL counts of its partitions."""
+
+    def __init__(self, merge: MergeSegments, size: int, counts: Sequence[int]):
+        super().__init__()
+        firsts = [sum(counts[:i]) for i in range(len(counts))]
+        self.items = [(i, first) for i, first in enumerate(firsts) if counts[i]]
+        self.fn = _SliceFn(merge.scratch, merge.parts, size)
+
+    def expand(self, pbegin):
+        return (pbegin | 'Partitions' >> beam.Create(self.items)
+                | 'Slice' >> beam.ParDo(self.fn))
