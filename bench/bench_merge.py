@@ -22,8 +22,8 @@ from measure import beamcrawl, measure  # noqa: E402
 from beamcrawl.transforms.storage.partwriter import write_avro_file  # noqa: E402
 from beamcrawl.transforms.storage.records import (CONTENT_SCHEMA, CRAWL_DATUM_SCHEMA,  # noqa: E402
                                                   INLINKS_SCHEMA, PARSE_DATA_SCHEMA,
-                                                  PARSE_TEXT_SCHEMA, content, crawl_datum,
-                                                  inlinks, parse_data, parse_text)
+                                                  PARSE_TEXT_SCHEMA, content, crawl_datum, inlinks,
+                                                  parse_data, parse_text)
 
 NOW = 1795305600000
 DAY = 86400000

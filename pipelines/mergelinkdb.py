@@ -13,7 +13,6 @@ import sys
 from beamcrawl.pipelines import mergedb
 from beamcrawl.pipelines.cli import run_command
 
-
 written_crawl_dir = mergedb.written_crawl_dir
 
 
