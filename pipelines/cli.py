@@ -52,6 +52,10 @@ COMMANDS = {
     'protocolstats': 'beamcrawl.pipelines.protocolstats',
     'clean': 'beamcrawl.pipelines.clean',
     'dump': 'beamcrawl.pipelines.dump',
+    'mergedb': 'beamcrawl.pipelines.mergedb',
+    'mergelinkdb': 'beamcrawl.pipelines.mergelinkdb',
+    'mergesegs': 'beamcrawl.pipelines.mergesegs',
+    'freegen': 'beamcrawl.pipelines.freegen',
 }
 # Commands that only read a crawl directory: they never record its site settings.
 READ_ONLY = frozenset({'readdb', 'readseg', 'readlinkdb', 'search', 'config', 'filterchecker',
@@ -84,14 +88,21 @@ class _Parser(argparse.ArgumentParser):
 
 # Arguments that name local files or directories. They are made absolute before any pipeline
 # is built: a cluster's workers run in another working directory.
-_PATH_ARGS = ('crawl_dir', 'conf', 'seeds', 'dump', 'plot', 'home')
+_PATH_ARGS = ('crawl_dir', 'conf', 'seeds', 'dump', 'plot', 'home', 'inputs', 'out', 'urls')
+
+
+def _absolute(value):
+    return os.path.abspath(value) if isinstance(value, str) and value not in ('', '-') and \
+        '://' not in value else value
 
 
 def _absolute_paths(args) -> None:
     for name in _PATH_ARGS:
-        value = getattr(args, name, None)
-        if isinstance(value, str) and value and '://' not in value:
-            setattr(args, name, os.path.abspath(value))
+        if not hasattr(args, name):
+            continue
+        value = getattr(args, name)
+        setattr(args, name, [_absolute(v) for v in value] if isinstance(value, list)
+                else _absolute(value))
 
 
 def run_command(name: str, argv: List[str]) -> int:
@@ -126,8 +137,8 @@ def run_command(name: str, argv: List[str]) -> int:
     interrupts.handle_signals()
     try:
         layout = None
+        from beamcrawl.transforms.storage.layout import CrawlLayout
         if getattr(args, 'crawl_dir', None):
-            from beamcrawl.transforms.storage.layout import CrawlLayout
             from beamcrawl.transforms.storage.stores import check_options
             check_options(args.crawl_dir, PipelineOptions(beam_args))
             layout = CrawlLayout(args.crawl_dir)
@@ -138,7 +149,10 @@ def run_command(name: str, argv: List[str]) -> int:
             return module.run(args, cfg, now, beam_args)
         finally:
             if layout is not None and name not in READ_ONLY:
-                record_site_config(name, cfg, layout)
+                # A command writing into another crawl directory (mergedb --out) records the
+                # settings there: CRAWL_DIR is only read.
+                written = getattr(module, 'written_crawl_dir', lambda _: None)(args)
+                record_site_config(name, cfg, CrawlLayout(written) if written else layout)
     except UserError as e:
         print(f'{prog}: {_without_step(str(e))}', file=sys.stderr)
         return e.exit_code

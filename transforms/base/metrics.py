@@ -106,6 +106,13 @@ SITEMAP_SEEN = 'sitemap.duplicate_sitemaps'      # sitemap URLs named again (an 
 LINKDB_INVERTED = 'linkdb.inverted_links'       # (target, inlink) pairs produced
 LINKDB_PARTS_WRITTEN = 'linkdb.parts_written'   # linkdb partitions written
 
+# mergedb, mergelinkdb, mergesegs, freegen
+MERGE_READ = 'merge.read'                       # records read from the inputs
+MERGE_FILTERED = 'merge.filtered'               # URLs dropped by --normalize / --filter
+MERGE_PURGED = 'merge.purged_gone'              # db_gone records dropped (db.update.purge.404)
+MERGE_WRITTEN = 'merge.written'                 # URLs written (records, or segment URLs)
+MERGE_STATUS = 'merge.status.'                  # + status: crawldb records written by status
+
 # what the stages write to the crawl directory's store (docs/scaling.md: objects and bytes)
 STORE_PARTS = 'store.parts_written'             # part files written by the workers
 STORE_PART_BYTES = 'store.part_bytes'           # their bytes

@@ -10,7 +10,7 @@ from beamcrawl.transforms.base.errors import InputError
 from beamcrawl.transforms.storage.fs import entries, exists, is_local, join
 from beamcrawl.transforms.storage.segments import SEGMENT_PARTS
 
-__all__ = ['refuse_foreign']
+__all__ = ['refuse_foreign', 'refuse_foreign_db']
 
 # What beamcrawl itself writes into a database version and into a segment's part directory:
 # parts and their keys files, notes (`_name`) and hidden working files (`.name`). Anything else
@@ -59,6 +59,15 @@ def refuse_foreign(crawl) -> None:
                 found = _foreign_entry(crawl.segment_part(segment, part), _OURS_IN_PART)
                 if found:
                     raise InputError(_foreign(found, f'segment {segment}'))
+
+def refuse_foreign_db(db) -> None:
+    """Raises InputError when a database directory named by itself (a merge's input) holds a
+    version that is not in beamcrawl's layout."""
+    for version in db.version_dirs():
+        found = _foreign_entry(version, _OURS_IN_VERSION)
+        if found:
+            raise InputError(_foreign(found, f'the {db.kind}'))
+
 
 def _foreign(found: str, what: str) -> str:
     name = os.path.basename(found.rstrip('/'))

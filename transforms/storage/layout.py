@@ -8,16 +8,18 @@ recorded site settings (`site_conf`), and the check that it holds no data in ano
 (storage/foreign.py). Locks and installs run in the driver program, never in a DoFn.
 """
 
+import os
 import time
 import uuid
 
+from beamcrawl.transforms.base.errors import InputError
 from beamcrawl.transforms.storage import foreign
-from beamcrawl.transforms.storage.databases import DbLayout
-from beamcrawl.transforms.storage.fs import join
+from beamcrawl.transforms.storage.databases import POINTER, DbLayout
+from beamcrawl.transforms.storage.fs import entries, exists, is_local, join
 from beamcrawl.transforms.storage.indexdir import IndexLayout
 from beamcrawl.transforms.storage.segments import SegmentLayout
 
-__all__ = ['CrawlLayout', 'SITE_CONF']
+__all__ = ['CrawlLayout', 'SITE_CONF', 'database_at']
 
 SITE_CONF = 'crawl-conf.yaml'
 
@@ -43,3 +45,27 @@ class CrawlLayout(SegmentLayout, IndexLayout):
     def scratch_dir(self, what: str) -> str:
         """A fresh scratch directory for a reader's pipeline output (caller deletes it)."""
         return join(self.tmp, f'{what}-{int(time.time())}-{uuid.uuid4().hex[:8]}')
+
+
+def database_at(path: str, kind: str) -> DbLayout:
+    """The database `kind` ('crawldb' or 'linkdb') that `path` names: a crawl directory's, or
+    the database directory itself (the one holding current/). Checked like a crawl directory
+    (storage/foreign.py); InputError when there is no such database with a readable version."""
+    path = path.rstrip('/') if len(path) > 1 else path
+    if is_local(path) and os.path.exists(path) and not os.path.isdir(path):
+        raise InputError(f'{path}: is a file, not a crawl directory or a {kind}')
+    if not exists(path):
+        raise InputError(f'{path}: no such crawl directory or {kind}')
+    here = entries(path)
+    if {kind, 'crawldb', 'linkdb', 'segments'} & set(here) or not here:
+        crawl = CrawlLayout(path)
+        crawl.refuse_foreign()
+        db = crawl.crawldb if kind == 'crawldb' else crawl.linkdb
+    elif {'current', 'old', POINTER} & set(here):
+        db = DbLayout(path, kind)
+        foreign.refuse_foreign_db(db)
+    else:
+        raise InputError(f'{path}: neither a crawl directory with a {kind} nor a {kind}')
+    if db.readable_dir() is None:
+        raise InputError(f'{path}: has no {kind}')
+    return db

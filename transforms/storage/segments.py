@@ -13,12 +13,12 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 from beamcrawl.transforms.base.errors import InputError
 from beamcrawl.transforms.storage.fs import (PART_GLOB, TMP_PREFIX, WARC_GLOB, basename, children,
                                              delete, exists, is_published, join, list_files,
-                                             publish_dir, written_dir)
+                                             publish_dir, read_file, write_file, written_dir)
 from beamcrawl.transforms.storage.locks import LOCK_NAME, Lock
 
 __all__ = ['SegmentLayout', 'SegmentUpdate', 'CRAWL_GENERATE', 'CRAWL_FETCH', 'CONTENT',
            'PARSE_TEXT', 'PARSE_DATA', 'CRAWL_PARSE', 'WARC', 'SEGMENT_PARTS', 'FETCH_PARTS',
-           'PARSE_PARTS']
+           'PARSE_PARTS', 'MERGED_FROM']
 
 # The parts of a segment, by directory name.
 CRAWL_GENERATE, CRAWL_FETCH, CONTENT = 'crawl_generate', 'crawl_fetch', 'content'
@@ -29,6 +29,8 @@ SEGMENT_PARTS = (CRAWL_GENERATE, CRAWL_FETCH, CONTENT, PARSE_TEXT, PARSE_DATA, C
 # What fetch and parse publish, in publishing order: the last one marks the step done.
 FETCH_PARTS = (CONTENT, CRAWL_FETCH)
 PARSE_PARTS = (PARSE_TEXT, PARSE_DATA, CRAWL_PARSE)
+# A segment made by mergesegs names the segments it was merged from in this note.
+MERGED_FROM = '_merged_from'
 
 
 
@@ -131,8 +133,24 @@ class SegmentLayout:
                 if not self.has_part(name, needed_part):
                     raise InputError(f'{self.segment(name)}: has no {needed_part}')
             return names, [n for n in names if n in applied]
-        return [n for n in self.segment_names()
-                if self.has_part(n, needed_part) and n not in applied], []
+        having = [n for n in self.segment_names() if self.has_part(n, needed_part)]
+        # A merged segment holds what its inputs hold: it is left out while every input is
+        # applied or still here to be applied (applying both would count the same fetches twice).
+        def superseded(name):
+            inputs = self.merged_from(name)
+            return bool(inputs) and all(i in applied or i in having for i in inputs)
+
+        return [n for n in having if n not in applied and not superseded(n)], []
+
+    def merged_from(self, segment: str) -> List[str]:
+        """The segments a segment was merged from (mergesegs' note); [] for any other."""
+        data = read_file(join(self.segment(segment), MERGED_FROM))
+        return data.decode('utf-8').split() if data is not None else []
+
+    def write_merged_from(self, segment: str, names: Sequence[str]) -> None:
+        """Notes the segments a merged segment was made from (written before its parts)."""
+        write_file(join(self.segment(segment), MERGED_FROM),
+                   ''.join(f'{n}\n' for n in names).encode('utf-8'), replace=True)
 
     def part_files(self, segment: str, part: str) -> List[str]:
         return list_files(join(self.segment_part(segment, part),
