@@ -29,6 +29,8 @@ COMMANDS = {
     'updatedb': 'beamcrawl.pipelines.updatedb',
     'invertlinks': 'beamcrawl.pipelines.invertlinks',
     'readlinkdb': 'beamcrawl.pipelines.readlinkdb',
+    'updatehostdb': 'beamcrawl.pipelines.updatehostdb',
+    'readhostdb': 'beamcrawl.pipelines.readhostdb',
     'crawl': 'beamcrawl.pipelines.crawl',
     'readseg': 'beamcrawl.pipelines.readseg',
     'schedule-sim': 'beamcrawl.pipelines.schedule_sim',
@@ -44,7 +46,7 @@ COMMANDS = {
     'config': 'beamcrawl.pipelines.config',
 }
 # Commands that only read a crawl directory: they never record its site settings.
-READ_ONLY = frozenset({'readdb', 'readseg', 'readlinkdb', 'search', 'config'})
+READ_ONLY = frozenset({'readdb', 'readseg', 'readlinkdb', 'readhostdb', 'search', 'config'})
 ALIASES = {'linkdb': 'invertlinks'}
 
 
