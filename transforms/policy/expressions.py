@@ -185,6 +185,9 @@ class _Parser:
         if kind == 'num':
             return lambda env: value
         if kind == 'name':
+            if self.is_op('('):
+                raise ExpressionError(f'column {column}: {value}(...): the language has no '
+                                      f'function calls')
             if self.names is not None and not self.names(value):
                 raise ExpressionError(f'column {column}: unknown name {value!r}')
             self.used.append(value)
