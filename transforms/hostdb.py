@@ -70,7 +70,7 @@ class _KeyByHostFn(metrics.CountingDoFn):
             self.counts.inc(metrics.HOSTDB_REJECTED)
             return
         self.counts.inc(metrics.HOSTDB_URLS)
-        netloc = url.split('//', 1)[1].split('/', 1)[0].split('?', 1)[0].split('#', 1)[0]
+        netloc = url.partition('//')[2].split('/', 1)[0].split('?', 1)[0].split('#', 1)[0]
         site = f'{scheme}://{netloc.rsplit("@", 1)[-1].lower()}'
         yield host, (record, site)
 
