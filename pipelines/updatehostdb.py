@@ -60,7 +60,7 @@ def run(args, cfg, now, beam_args):
             now=now, policy=policy, normalize=normalize, filter_urls=filter_urls,
             resolve_threads=cfg['hostdb.num.resolvers.threads'],
             resolve_timeout=cfg['hostdb.resolve.timeout'])
-        p = make_pipeline(beam_args, cfg)
+        p = make_pipeline(beam_args, cfg, stage.weight)
         _ = p | 'UpdateHostDb' >> stage
         counters = run_pipeline(p, 'updatehostdb')
         if not counters.get(HOSTDB_HOSTS):

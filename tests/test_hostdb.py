@@ -311,14 +311,17 @@ def _get(crawl, host):
 
 def _crawled(tmp_path, web):
     """Two rounds two days apart (a failed fetch is retried after a day), the hostdb updated
-    after each: the failing host has failed four times in a row."""
+    after each and used by the second generate (two failures in a row do not skip a host): the
+    failing host has failed four times in a row."""
     crawl = str(tmp_path / 'crawl')
     seeds = write_seeds(tmp_path / 'seeds', ['http://www.a.test/', 'http://b.test/',
                                              'http://down-hdb.test/', 'http://down-hdb.test/x',
                                              'http://maps-hdb.test/'])
-    proc = run_cli('crawl', crawl, '--seeds', seeds, '--rounds', '2', '--hostdb-update',
+    proc = run_cli('crawl', crawl, '--seeds', seeds, '--rounds', '2', '--hostdb',
                    '--now', str(NOW), '--round-interval', str(2 * 86400), *_conf(web))
     assert proc.stderr.count('== updatehostdb') == 2
+    generates = [line for line in proc.stderr.splitlines() if line.startswith('== generate')]
+    assert ['--hostdb' in line for line in generates] == [False, True]   # once there is one
     return crawl
 
 

@@ -12,33 +12,35 @@ new HostDatum is computed by `policy.hostdb.host_datum`. With resolution on, the
 import concurrent.futures
 import ipaddress
 import socket
+import typing
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindows
 
 from beamcrawl.transforms.base import metrics
+from beamcrawl.transforms.engine.units import RECORDS_PER_UNIT, avro_units
 from beamcrawl.transforms.policy.hostdb import (HostDbSettings, HostFacts, fetch_outcome,
                                                 fold_fetches, host_datum, resolved, should_check,
                                                 start_fold)
 from beamcrawl.transforms.policy.urlparts import scheme_host
 from beamcrawl.transforms.policy.urls import UrlPolicy
+from beamcrawl.transforms.storage import container
 from beamcrawl.transforms.storage.parts import ReadParts, WriteParts
-from beamcrawl.transforms.storage.records import HOST_DATUM_SCHEMA, complete_datum
+from beamcrawl.transforms.storage.records import (CRAWL_DATUM_SCHEMA, HOST_DATUM_SCHEMA,
+                                                  complete_datum)
 
 __all__ = ['UpdateHostDb', 'Resolution', 'lookup']
 
 
 class _FactsCombineFn(beam.CombineFn):
-    def __init__(self, settings: HostDbSettings):
-        self.settings = settings
+    """Merges the HostFacts partials of one host."""
 
     def create_accumulator(self):
         return HostFacts()
 
-    def add_input(self, acc, item):
-        record, site = item
-        return acc.add(record, site, self.settings)
+    def add_input(self, acc, partial):
+        return acc.merge(partial)
 
     def merge_accumulators(self, accumulators):
         accumulators = iter(accumulators)
@@ -51,28 +53,41 @@ class _FactsCombineFn(beam.CombineFn):
         return acc
 
 
-class _KeyByHostFn(metrics.CountingDoFn):
-    """crawldb record → (host, (record, site)); with normalize/filter, the URL is cleaned first
-    and a rejected one is counted and left out."""
+class _UnitFactsFn(metrics.CountingDoFn):
+    """A work unit of the crawldb (engine/units.py) → (host, HostFacts) for each host of its
+    records: the records are read and summed where they are, not moved through Beam one by one
+    (a hand-lifted combiner). With normalize/filter, a URL is cleaned first and a rejected one
+    is counted and left out."""
 
-    def __init__(self, policy: Optional[UrlPolicy], normalize: bool, filter_urls: bool):
+    def __init__(self, settings: HostDbSettings, policy: Optional[UrlPolicy], normalize: bool,
+                 filter_urls: bool):
+        self.settings = settings
         self.policy, self.normalize, self.filter_urls = policy, normalize, filter_urls
 
-    def process(self, record):
-        url = record['url']
-        if self.policy is not None and (self.normalize or self.filter_urls):
-            url, _ = self.policy.clean(url, normalize=self.normalize, filter=self.filter_urls)
-            if url is None:
-                self.counts.inc(metrics.HOSTDB_REJECTED)
-                return
-        scheme, host = scheme_host(url)
-        if not host:
-            self.counts.inc(metrics.HOSTDB_REJECTED)
-            return
-        self.counts.inc(metrics.HOSTDB_URLS)
-        netloc = url.partition('//')[2].split('/', 1)[0].split('?', 1)[0].split('#', 1)[0]
-        site = f'{scheme}://{netloc.rsplit("@", 1)[-1].lower()}'
-        yield host, (record, site)
+    def process(self, unit):
+        facts: Dict[str, HostFacts] = {}
+        clean = self.policy is not None and (self.normalize or self.filter_urls)
+        settings, counts = self.settings, self.counts
+        for record, _ in container.read_records(unit.path, unit.blocks, with_raw=False):
+            url = record['url']
+            if clean:
+                url, _ = self.policy.clean(url, normalize=self.normalize,
+                                           filter=self.filter_urls)
+                if url is None:
+                    counts.inc(metrics.HOSTDB_REJECTED)
+                    continue
+            scheme, host = scheme_host(url)
+            if not host:
+                counts.inc(metrics.HOSTDB_REJECTED)
+                continue
+            netloc = url.partition('//')[2].split('/', 1)[0].split('?', 1)[0].split('#', 1)[0]
+            host_facts = facts.get(host)
+            if host_facts is None:
+                host_facts = facts[host] = HostFacts()
+            host_facts.add(complete_datum(record),
+                           f'{scheme}://{netloc.rsplit("@", 1)[-1].lower()}', settings)
+            counts.inc(metrics.HOSTDB_URLS)
+        yield from facts.items()
 
 
 def _fetch_events(record: dict, segment: str):
@@ -183,6 +198,7 @@ class UpdateHostDb(beam.PTransform):
         order (attempts are ordered by segment name, then by the request's end).
       old_files: the readable hostdb version's part files (none for a new hostdb).
       out_dir: the version being written (DbLayout.update()).
+    `weight` is the number of crawldb records, for sizing the run (make_pipeline).
       settings: the fields aggregated and the resolution switches (HostDbSettings).
       now: --now, epoch ms (the time of lookups).
       policy, normalize, filter_urls: clean crawldb URLs first (hostdb.url.normalize/filter).
@@ -201,14 +217,16 @@ class UpdateHostDb(beam.PTransform):
         self.out_dir, self.settings, self.now = out_dir, settings, now
         self.policy, self.normalize, self.filter_urls = policy, normalize, filter_urls
         self.resolve_threads, self.resolve_timeout = resolve_threads, resolve_timeout
+        self.units = avro_units([('crawldb', f) for f in self.crawldb_files],
+                                schema=CRAWL_DATUM_SCHEMA, per_unit=RECORDS_PER_UNIT)
+        self.weight = sum(u.records for u in self.units)
 
     def expand(self, pbegin: beam.pvalue.PBegin) -> beam.PCollection[str]:
         facts = (pbegin
-                 | 'ReadCrawlDb' >> ReadParts(self.crawldb_files)
-                 | 'Complete' >> beam.Map(complete_datum)
-                 | 'KeyByHost' >> beam.ParDo(_KeyByHostFn(self.policy, self.normalize,
-                                                          self.filter_urls))
-                 | 'Facts' >> beam.CombinePerKey(_FactsCombineFn(self.settings)))
+                 | 'CrawlDbUnits' >> beam.Create(self.units).with_output_types(typing.Any)
+                 | 'UnitFacts' >> beam.ParDo(_UnitFactsFn(self.settings, self.policy,
+                                                          self.normalize, self.filter_urls))
+                 | 'Facts' >> beam.CombinePerKey(_FactsCombineFn()))
         by_segment: Dict[str, List[str]] = {}
         for segment, path in self.fetch_files:
             by_segment.setdefault(segment, []).append(path)
