@@ -29,6 +29,8 @@ COMMANDS = {
     'updatedb': 'beamcrawl.pipelines.updatedb',
     'invertlinks': 'beamcrawl.pipelines.invertlinks',
     'readlinkdb': 'beamcrawl.pipelines.readlinkdb',
+    'updatehostdb': 'beamcrawl.pipelines.updatehostdb',
+    'readhostdb': 'beamcrawl.pipelines.readhostdb',
     'crawl': 'beamcrawl.pipelines.crawl',
     'readseg': 'beamcrawl.pipelines.readseg',
     'schedule-sim': 'beamcrawl.pipelines.schedule_sim',
@@ -58,9 +60,9 @@ COMMANDS = {
     'freegen': 'beamcrawl.pipelines.freegen',
 }
 # Commands that only read a crawl directory: they never record its site settings.
-READ_ONLY = frozenset({'readdb', 'readseg', 'readlinkdb', 'search', 'config', 'filterchecker',
-                       'normalizerchecker', 'robotsparser', 'parsechecker', 'indexchecker',
-                       'domainstats', 'crawlcomplete', 'protocolstats', 'dump'})
+READ_ONLY = frozenset({'readdb', 'readseg', 'readlinkdb', 'readhostdb', 'search', 'config',
+                       'filterchecker', 'normalizerchecker', 'robotsparser', 'parsechecker',
+                       'indexchecker', 'domainstats', 'crawlcomplete', 'protocolstats', 'dump'})
 ALIASES = {'linkdb': 'invertlinks'}
 # `beamcrawl --help` lists the commands in groups, as `bin/nutch` does; every command is in one.
 GROUPS = [

@@ -1,10 +1,13 @@
 """Inject seeds, then crawl N rounds (Nutch's `bin/crawl`).
 
 beamcrawl crawl CRAWL_DIR --seeds SEEDS --rounds N [--top-n N] [--threads N] [--num-fetchers K]
-                [--time-limit-fetch MIN] [--round-interval S] [--index] [--conf FILE]
+                [--time-limit-fetch MIN] [--round-interval S] [--index]
+                [--hostdb | --hostdb-update | --hostdb-generate] [--conf FILE]
                 [-D key=value] [--now T] [beam options]
-Each round: generate → fetch → parse (unless fetcher.parse) → updatedb → invertlinks (→ dedup
-and index, with --index). A round an earlier run left unfinished is finished first. Stops early
+Each round: generate → fetch → parse (unless fetcher.parse) → updatedb (→ updatehostdb, with
+--hostdb-update) → invertlinks (→ dedup and index, with --index). With --hostdb-generate,
+generate uses the hostdb once there is one (--hostdb: both; Nutch's --hostdbupdate and
+--hostdbgenerate). A round an earlier run left unfinished is finished first. Stops early
 when nothing is due, or when a file .STOP appears in CRAWL_DIR. With --now, round k runs at
 now + k × --round-interval, so a simulation is reproducible.
 """
@@ -30,6 +33,12 @@ def add_arguments(parser):
                         help='with --now: seconds between rounds (default 0)')
     parser.add_argument('--index', action='store_true',
                         help='index each round\'s segment at the end of the round')
+    parser.add_argument('--hostdb-update', action='store_true',
+                        help='update the hostdb after each updatedb (updatehostdb)')
+    parser.add_argument('--hostdb-generate', action='store_true',
+                        help='generate --hostdb once the crawl has a hostdb')
+    parser.add_argument('--hostdb', action='store_true',
+                        help='both --hostdb-update and --hostdb-generate')
 
 
 def _common(args, beam_args):
@@ -80,7 +89,10 @@ def run(args, cfg, now, beam_args):
                   file=sys.stderr, flush=True)
         else:
             existing = set(crawl.segment_names())
-            code = _step('generate', [args.crawl_dir, *generate_opts, *clock(k), *common])
+            with_hostdb = (['--hostdb'] if (args.hostdb or args.hostdb_generate)
+                           and crawl.hostdb.readable_dir() is not None else [])
+            code = _step('generate', [args.crawl_dir, *generate_opts, *with_hostdb, *clock(k),
+                                      *common])
             if code == 1:
                 print(f'round {k + 1}/{args.rounds}: nothing due, stopping')
                 break
@@ -95,6 +107,9 @@ def run(args, cfg, now, beam_args):
             steps.append(('parse', [segment]))
         if segment not in crawl.crawldb.applied_segments():
             steps.append(('updatedb', [segment]))
+        if (args.hostdb or args.hostdb_update) and \
+                segment not in crawl.hostdb.applied_segments():
+            steps.append(('updatehostdb', []))     # every fetched segment not folded in yet
         if segment not in crawl.linkdb.applied_segments():
             steps.append(('invertlinks', [segment]))
         if args.index:

@@ -1,7 +1,9 @@
 """Select due URLs from the crawldb into new segments (Nutch's `generate`).
 
 beamcrawl generate CRAWL_DIR [--top-n N] [--num-fetchers K] [--max-num-segments M] [--no-filter]
-                   [--conf FILE] [-D key=value] [--now T] [beam options]
+                   [--hostdb] [--conf FILE] [-D key=value] [--now T] [beam options]
+--hostdb (or generate.hostdb): skip failing hosts and take per-host max counts and fetch delays
+from the host database (docs/hostdb.md).
 Prints each new segment's path; exits 1 when nothing is due (no segment is made).
 """
 
@@ -28,6 +30,9 @@ def add_arguments(parser):
     parser.add_argument('--max-num-segments', metavar='M', default='1',
                         help='segments to fill; overflow goes to the next (default 1)')
     parser.add_argument('--no-filter', action='store_true', help='do not apply URL filters')
+    parser.add_argument('--hostdb', action='store_true',
+                        help="use the crawl's hostdb (updatehostdb): skip failing hosts, "
+                             'per-host max count and fetch delay')
 
 
 def run(args, cfg, now, beam_args):
@@ -45,6 +50,7 @@ def run(args, cfg, now, beam_args):
         raise UserError(f'{crawl.crawldb.current}: no crawldb (run inject first)')
     policy = settings.url_policy(cfg)          # config errors before the crawldb is locked
     select_settings = settings.generate_settings(cfg)
+    hosts = _host_plan(args, cfg, crawl, now)
     update = cfg['generate.update.crawldb']
     # The crawldb lock is held throughout (no updatedb may change it meanwhile); a new version
     # marking the selected URLs is installed only with generate.update.crawldb, and then it and
@@ -60,7 +66,7 @@ def run(args, cfg, now, beam_args):
             crawldb=crawl.crawldb, settings=select_settings, policy=policy,
             now=now, top_n=top_n, max_count=cfg['generate.max.count'],
             count_mode=cfg['generate.count.mode'], max_segments=max_segments,
-            filter_urls=cfg['generate.filter'] and not args.no_filter)
+            filter_urls=cfg['generate.filter'] and not args.no_filter, hosts=hosts)
         p = make_pipeline(beam_args, cfg, select.weight)
         selected = p | 'SelectForFetch' >> select
         _ = selected | 'WriteFetchLists' >> WriteFetchLists(
@@ -85,6 +91,34 @@ def run(args, cfg, now, beam_args):
         log.info('generate: 0 records selected, no segment made')
         return 1
     return 0
+
+
+def _host_plan(args, cfg, crawl, now):
+    """The hostdb's per-host decisions (policy/hostdb.py host_plan), read in the driver: one
+    record per host. None without a hostdb."""
+    from beamcrawl.transforms import settings
+    from beamcrawl.transforms.base import metrics
+    from beamcrawl.transforms.policy.hostdb import host_plan
+    from beamcrawl.transforms.storage.databases import DbLayout
+    from beamcrawl.transforms.storage.parts import iter_records
+    path = cfg['generate.hostdb'].strip()
+    if not args.hostdb and not path:
+        return None
+    rules = settings.host_rules(cfg)
+    hostdb = crawl.hostdb if args.hostdb else DbLayout(path, 'hostdb')
+    if hostdb.readable_dir() is None:
+        raise UserError(f'{hostdb.current}: no hostdb (run updatehostdb first)')
+    plan = host_plan(iter_records(hostdb.part_files()), rules, now)
+    skipped = {}
+    for why in plan.skip.values():
+        skipped[why] = skipped.get(why, 0) + 1
+    for name, n in [*((metrics.GENERATE_HOSTS_SKIPPED + k, v) for k, v in sorted(skipped.items())),
+                    (metrics.GENERATE_HOSTS_LIMITED, len(plan.max_count)),
+                    (metrics.GENERATE_HOSTS_DELAYED, len(plan.delay_ms)),
+                    (metrics.GENERATE_HOSTS_UNDEFINED, plan.undefined)]:
+        if n:
+            log.info('  %-40s %d', name, n)
+    return plan
 
 
 def _refused_everything(counters) -> None:

@@ -1,12 +1,14 @@
 """Inject the URLs of sitemaps into the crawldb (Nutch's `sitemap`).
 
-beamcrawl sitemap CRAWL_DIR (--from-robots | URL ...) [--conf FILE] [-D key=value] [--now T]
+beamcrawl sitemap CRAWL_DIR (--from-robots | --from-hostdb | URL ...) [--conf FILE]
+                  [-D key=value] [--now T]
 URL: sitemaps to read (XML sitemaps, sitemap indexes, text sitemaps, RSS and Atom feeds, gzipped
 or not). --from-robots: the sitemaps named by the robots.txt of every site in the crawldb (or
-/sitemap.xml). Sitemaps are fetched politely, through the fetcher, within bounds per run and per
-host; lastmod becomes the modified time, changefreq the fetch interval, priority the score
-(docs/sitemaps.md). After SIGINT or SIGTERM, the URLs of the sitemaps read so far are injected
-and the command exits 130 or 143.
+/sitemap.xml); --from-hostdb: the same for every host of the hostdb (Nutch's -hostdb).
+Sitemaps are fetched politely, through the fetcher, within bounds per run and per host; lastmod
+becomes the modified time, changefreq the fetch interval, priority the score (docs/sitemaps.md).
+After SIGINT or SIGTERM, the URLs of the sitemaps read so far are injected and the command exits
+130 or 143.
 """
 
 import sys
@@ -19,6 +21,8 @@ def add_arguments(parser):
     parser.add_argument('urls', nargs='*', metavar='URL', help='sitemap URLs')
     parser.add_argument('--from-robots', action='store_true',
                         help="read the sitemaps of every site in the crawldb's robots.txt")
+    parser.add_argument('--from-hostdb', action='store_true',
+                        help="read the sitemaps of every host of the hostdb (updatehostdb)")
     parser.add_argument('--threads', type=int, metavar='N',
                         help='fetcher threads (fetcher.threads.fetch)')
 
@@ -34,12 +38,12 @@ def run(args, cfg, now, beam_args):
     from beamcrawl.transforms.base.errors import Interrupted, UserError
     from beamcrawl.transforms.runners import interrupts
     from beamcrawl.transforms.runners.runtime import make_pipeline, run_pipeline
-    from beamcrawl.transforms.sitemap import CollectSitemaps, sites_of
+    from beamcrawl.transforms.sitemap import CollectSitemaps, sites_of, sites_of_hosts
     from beamcrawl.transforms.storage import fs
     from beamcrawl.transforms.storage.layout import CrawlLayout
     from beamcrawl.transforms.storage.parts import iter_records
-    if bool(args.urls) == args.from_robots:
-        raise UserError('name sitemap URLs or give --from-robots (one of the two)')
+    if bool(args.urls) + args.from_robots + args.from_hostdb != 1:
+        raise UserError('name sitemap URLs or give --from-robots or --from-hostdb (one of them)')
     if not cfg['http.agent.name'].strip():
         raise UserError('http.agent.name is empty: name your crawler with '
                         '-D http.agent.name=NAME or in --conf before fetching sitemaps')
@@ -59,6 +63,10 @@ def run(args, cfg, now, beam_args):
         if not crawl.crawldb.part_files():
             raise UserError(f'{crawl.crawldb.current}: no crawldb to read sites from')
         sites = sites_of(r['url'] for r in iter_records(crawl.crawldb.part_files()))
+    elif args.from_hostdb:
+        if crawl.hostdb.readable_dir() is None:
+            raise UserError(f'{crawl.hostdb.current}: no hostdb (run updatehostdb first)')
+        sites = sites_of_hosts(iter_records(crawl.hostdb.part_files()), policy)
     fetcher = dataclasses.replace(settings.fetcher_settings(cfg, args.threads),
                                   redirect_max=cfg['sitemap.redir.max'], store_content=True,
                                   store_warc=False)

@@ -60,17 +60,18 @@ class SimulatedRequests:
                        content=content, crawl_delay=self.outcomes.get(host + ':delay'))
 
 
-def _records(urls):
-    return [crawl_datum(u, 'db_unfetched', fetch_time=0, fetch_interval=60) for u in urls]
+def _records(urls, metadata=None):
+    return [crawl_datum(u, 'db_unfetched', fetch_time=0, fetch_interval=60,
+                        metadata=(metadata or {}).get(u)) for u in urls]
 
 
 def _run(urls, *, seconds, durations=None, outcomes=None, overrides=None, queue_times=None,
-         unresolved=(), check=None):
+         unresolved=(), check=None, metadata=None):
     cfg = load_config(overrides={'http.agent.name': 'testbot', 'fetcher.server.delay': 1.0,
                                  **(overrides or {})})
     fetch = settings.fetcher_settings(cfg)
     keyed = [(UNRESOLVED if u in unresolved else urllib.parse.urlsplit(u).hostname, r)
-             for u, r in zip(urls, _records(urls))]
+             for u, r in zip(urls, _records(urls, metadata))]
     stream = TestStream().add_elements(keyed)
     for _ in range(int(seconds / STEP)):
         stream = stream.advance_processing_time(STEP)
@@ -147,6 +148,24 @@ def test_robots_crawl_delay_replaces_the_queue_delay_and_earlier_fetches_count()
         assert delays == {'2.0'}
     _run(urls, seconds=7, outcomes={'slow.test:delay': 2.0},
          queue_times={'slow.test': 0.5}, check=check)
+
+
+def test_the_hostdb_delay_of_the_first_record_sets_its_queue_delay():
+    """generate.fetch.delay.expr's `_variableFetchDelay_` (ms) reaches the streaming fetch as
+    the batch one (docs/hostdb.md); the fetcher takes it off the records it writes."""
+    urls = [f'http://v.test/{i}' for i in range(3)] + ['http://w.test/0', 'http://w.test/1']
+    metadata = {u: {'_variableFetchDelay_': '500'} for u in urls if 'v.test' in u}
+
+    def check(results):
+        hosts = _by_host(results)
+        starts = [s for s, _, _ in hosts['v.test']]
+        assert len(starts) == 3 and all(_approx(s, e) for s, e in zip(
+            starts, [0.0, 0.7, 1.4])), starts
+        starts = [s for s, _, _ in hosts['w.test']]           # fetcher.server.delay: 1 s
+        assert len(starts) == 2 and all(_approx(s, e) for s, e in zip(starts, [0.0, 1.2]))
+        assert not any('_variableFetchDelay_' in r['metadata']
+                       for _, records in results for _, r in records)
+    _run(urls, seconds=3, metadata=metadata, check=check)
 
 
 def test_exceptions_back_off_and_block_the_queue_after_the_maximum():

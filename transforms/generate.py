@@ -23,6 +23,7 @@ from beamcrawl.transforms.base import metrics
 from beamcrawl.transforms.engine.units import RECORDS_PER_UNIT, Unit, avro_units
 from beamcrawl.transforms.fetcher.queues import KeyByQueue
 from beamcrawl.transforms.policy.generate import GenerateSettings, assign_segments, sort_key
+from beamcrawl.transforms.policy.hostdb import VARIABLE_FETCH_DELAY, HostPlan
 from beamcrawl.transforms.policy.partition import QUEUE_MODES, partition, scatter_key
 from beamcrawl.transforms.policy.urlparts import scheme_host
 from beamcrawl.transforms.policy.urls import UrlPolicy
@@ -52,7 +53,14 @@ def _decoded(record) -> dict:
     return record
 
 
-def _mark(record: dict, now: str) -> dict:
+def _mark(record: dict, now: str, delays: Optional[Dict[str, str]] = None) -> dict:
+    """The fetch-list copy of a selected record: the generate marker, and its host's fetch
+    delay from the hostdb (VARIABLE_FETCH_DELAY, ms) when it has one."""
+    if delays:
+        delay = delays.get(scheme_host(record['url'])[1])
+        if delay is not None:
+            return dict(record, metadata={**record['metadata'], METADATA_GENERATE_TIME: now,
+                                          VARIABLE_FETCH_DELAY: delay})
     return dict(record, metadata={**record['metadata'], METADATA_GENERATE_TIME: now})
 
 
@@ -67,7 +75,10 @@ class _SelectFn(metrics.CountingDoFn):
     Counts are summed locally and added to the Beam counters once per bundle.
     """
 
-    def __init__(self, *, settings, policy, now, count_mode, filter_urls, keep, per_host):
+    def __init__(self, *, settings, policy, now, count_mode, filter_urls, keep, per_host,
+                 skip_hosts=None, delays=None):
+        self.skip_hosts = skip_hosts          # hosts the hostdb leaves out (None: no hostdb)
+        self.delays = delays                  # host → fetch delay (ms, text) from the hostdb
         self.settings = settings
         self.policy = policy
         self.now = now
@@ -109,13 +120,16 @@ class _SelectFn(metrics.CountingDoFn):
         if self.policy.denied_host(host):      # the address policy holds even with --no-filter
             self.counts.inc(metrics.GENERATE_REJECTED + 'denied_address')
             return None
+        if self.skip_hosts is not None and host in self.skip_hosts:
+            self.counts.inc(metrics.GENERATE_REJECTED + 'host_skipped')
+            return None
         reason, candidate = self.settings.check(record, self.now)
         if reason:
             self.counts.inc(metrics.GENERATE_REJECTED + reason)
             return None
         self.counts.inc(metrics.GENERATE_DUE)
         if self.keep is None:
-            return 1, _mark(candidate, str(self.now))
+            return 1, _mark(candidate, str(self.now), self.delays)
         key = host if self.count_mode == 'host' else self.policy.domains.domain(host)
         name = key if self.per_host else ''
         group = self._groups.get(name)
@@ -134,6 +148,10 @@ class _SelectFn(metrics.CountingDoFn):
             _truncate(items, self.keep)
             yield GlobalWindows.windowed_value((name, (total, items)))
         self._groups = {}
+
+
+# A group's keep when nothing bounds it (a host without a cap and no topN): every due URL.
+_UNBOUNDED = 1 << 62
 
 
 class _MergeTopCombineFn(beam.CombineFn):
@@ -167,7 +185,8 @@ class _AssignFn(beam.DoFn):
     pickled, by the SelectorReducer walk. Only compact tuples come here: the records are joined
     back afterwards (_JoinSelectedFn)."""
 
-    def __init__(self, *, top_n, max_count, max_segments, trimmed_by_cap):
+    def __init__(self, *, top_n, max_count, max_segments, trimmed_by_cap, host_max=None):
+        self.host_max = host_max
         self.top_n = top_n
         self.max_count = max_count
         self.max_segments = max_segments
@@ -185,7 +204,7 @@ class _AssignFn(beam.DoFn):
         candidates.sort(key=itemgetter(0))
         result = assign_segments(((key, sk[2]) for sk, key in candidates),
                                  top_n=self.top_n, max_count=self.max_count,
-                                 max_segments=self.max_segments)
+                                 max_segments=self.max_segments, host_max=self.host_max)
         self.host_capped.inc(result.host_capped + (trimmed if self.trimmed_by_cap else 0))
         self.over_limit.inc(result.over_limit + (0 if self.trimmed_by_cap else trimmed))
         self.hosts_affected.inc(result.hosts_affected)
@@ -203,18 +222,18 @@ class _JoinSelectedFn(beam.DoFn):
     """(group, (due count, [(sort key, count key, record bytes)])) with the pickled assignment
     {url: segment index} → (segment index, the selected record marked as generated)."""
 
-    def __init__(self, marker: str):
-        self.marker = marker
+    def __init__(self, marker: str, delays: Optional[Dict[str, str]] = None):
+        self.marker, self.delays = marker, delays
         self._blob = self._segments = None
 
     def process(self, group, assignment: bytes):
         if assignment is not self._blob and assignment != self._blob:
             self._blob, self._segments = assignment, pickle.loads(assignment)
-        segments, marker = self._segments, self.marker
+        segments, marker, delays = self._segments, self.marker, self.delays
         for sk, _, record in group[1][1]:
             segment = segments.get(sk[2])
             if segment is not None:
-                yield segment, _mark(_decoded(record), marker)
+                yield segment, _mark(_decoded(record), marker, delays)
 
 
 class SelectForFetch(beam.PTransform):
@@ -233,12 +252,16 @@ class SelectForFetch(beam.PTransform):
       count_mode: 'host' or 'domain' (generate.count.mode).
       max_segments: how many segments may be filled (overflow goes to the next one).
       filter_urls: apply the URL filters (generate.filter).
+      hosts: the hostdb's decisions (policy.hostdb.HostPlan: hosts skipped, their own max
+        counts and fetch delays), or None without a hostdb. Small: sent to every worker whole.
     """
 
     def __init__(self, *, settings: GenerateSettings, policy: UrlPolicy, now: int,
                  top_n: Optional[int], max_count: int, count_mode: str, max_segments: int,
-                 filter_urls: bool = True, crawldb: Optional[DbLayout] = None):
+                 filter_urls: bool = True, crawldb: Optional[DbLayout] = None,
+                 hosts: Optional[HostPlan] = None):
         super().__init__()
+        self.hosts = hosts
         if count_mode not in ('host', 'domain'):
             raise ValueError(f'count mode {count_mode!r}')
         self.settings, self.policy, self.now = settings, policy, now
@@ -253,17 +276,28 @@ class SelectForFetch(beam.PTransform):
         if self.units is not None:          # PBegin: the crawldb's parts, read where selected
             crawldb = crawldb | 'CrawlDbUnits' >> beam.Create(self.units).with_output_types(
                 typing.Any)
-        per_host = self.max_count > 0
+        hosts = self.hosts
+        host_max = hosts.max_count if hosts is not None and hosts.max_count else None
+        delays = ({h: str(ms) for h, ms in hosts.delay_ms.items()}
+                  if hosts is not None and hosts.delay_ms else None)
+        per_host = self.max_count > 0 or host_max is not None
         keep = None
         if per_host:
-            keep = self.max_count * self.max_segments
+            # Each group keeps what its host could be given: its cap × maxNumSegments; a group
+            # without a cap (a host whose own max count is unlimited) keeps what topN allows.
+            caps = [self.max_count, *(host_max or {}).values()]
+            keep = max(caps) * self.max_segments if min(caps) > 0 else None
             if self.top_n is not None:
-                keep = min(keep, self.top_n * self.max_segments)
+                keep = min(keep or self.top_n * self.max_segments, self.top_n * self.max_segments)
+            elif keep is None:
+                keep = _UNBOUNDED
         elif self.top_n is not None:
             keep = self.top_n * self.max_segments
         select = _SelectFn(settings=self.settings, policy=self.policy, now=self.now,
                            count_mode=self.count_mode, filter_urls=self.filter_urls,
-                           keep=keep, per_host=per_host)
+                           keep=keep, per_host=per_host,
+                           skip_hosts=(frozenset(hosts.skip) if hosts is not None else None),
+                           delays=delays)
         if keep is None:
             return crawldb | 'Select' >> beam.ParDo(select)
         groups = (crawldb
@@ -275,13 +309,14 @@ class SelectForFetch(beam.PTransform):
                     | 'AllGroups' >> ToList().without_defaults()
                     | 'Assign' >> beam.ParDo(_AssignFn(
                         top_n=self.top_n, max_count=self.max_count,
-                        max_segments=self.max_segments,
-                        trimmed_by_cap=per_host and keep == self.max_count * self.max_segments)))
+                        max_segments=self.max_segments, host_max=host_max,
+                        trimmed_by_cap=(per_host and host_max is None
+                                        and keep == self.max_count * self.max_segments))))
         # (ToList without its default: Beam would hand the list to the step that adds the
         # default as a side input, decoded and weighed entry by entry; with nothing selected,
         # the join's side input is the empty assignment.)
         return groups | 'JoinSelected' >> beam.ParDo(
-            _JoinSelectedFn(str(self.now)),
+            _JoinSelectedFn(str(self.now), delays),
             beam.pvalue.AsSingleton(assigned, default_value=_NO_ASSIGNMENT))
 
 

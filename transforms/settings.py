@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Callable, Iterator, Optional, Tuple
 from beamcrawl.transforms.base.errors import ConfigError
 from beamcrawl.transforms.policy.addresses import AddressPolicy
 from beamcrawl.transforms.policy.domains import DomainHelper
+from beamcrawl.transforms.policy.expressions import compile_expression
 from beamcrawl.transforms.policy.generate import GenerateSettings
+from beamcrawl.transforms.policy.hostdb import HostDbSettings, HostRules, is_field_name
 from beamcrawl.transforms.policy.indexing import IndexRules
 from beamcrawl.transforms.policy.inject import InjectRules
 from beamcrawl.transforms.policy.linkdb import LinkRules
@@ -42,7 +44,7 @@ if TYPE_CHECKING:      # imported where they are built: the fetcher, the parser 
 __all__ = ['url_policy', 'address_policy', 'index_rules', 'inject_rules', 'generate_settings',
            'fetcher_settings',
            'http_settings', 'parse_settings', 'schedule', 'scoring', 'update_rules',
-           'link_rules', 'outlink_rules']
+           'link_rules', 'outlink_rules', 'hostdb_settings', 'host_rules']
 
 log = logging.getLogger('beamcrawl')
 
@@ -117,6 +119,41 @@ def generate_settings(cfg) -> GenerateSettings:
             max_interval=cfg['db.fetch.interval.max'], gen_delay=cfg['crawl.gen.delay'],
             restrict_status=cfg['generate.restrict.status'],
             min_score=cfg['generate.min.score'], min_interval=cfg['generate.min.interval'])
+
+
+def hostdb_settings(cfg, *, check_new: bool = False, check_known: bool = False,
+                    check_failed: bool = False, force: bool = False) -> HostDbSettings:
+    """What updatehostdb aggregates and looks up; the flags add to the hostdb.check.* keys."""
+    with _config_errors():
+        percentiles = tuple(cfg['hostdb.percentiles'])
+        if any(not 0 < p <= 100 for p in percentiles):
+            raise ValueError(f'hostdb.percentiles={list(percentiles)}: each in 1..100')
+        return HostDbSettings(
+            numeric_fields=tuple(cfg['hostdb.numeric.fields']),
+            string_fields=tuple(cfg['hostdb.string.fields']), percentiles=percentiles,
+            recheck_interval=cfg['hostdb.recheck.interval'],
+            check_new=check_new or cfg['hostdb.check.new'],
+            check_known=check_known or cfg['hostdb.check.known'],
+            check_failed=check_failed or cfg['hostdb.check.failed'],
+            force=force or cfg['hostdb.force.check'])
+
+
+def host_rules(cfg) -> HostRules:
+    """generate's per-host rules from a hostdb (its expressions compiled here: a bad one is a
+    config error before anything is read)."""
+    def compiled(key, text):
+        text = text.strip()
+        return compile_expression(text, is_field_name, key) if text else None
+
+    with _config_errors():
+        max_count = compiled('generate.max.count.expr', cfg['generate.max.count.expr'])
+        delay = compiled('generate.fetch.delay.expr', cfg['generate.fetch.delay.expr'])
+        if max_count is not None and cfg['generate.count.mode'] != 'host':
+            raise ValueError('generate.max.count.expr needs generate.count.mode=host (the '
+                             'hostdb has hosts, not domains)')
+        return HostRules(skip_failures=cfg['generate.hostdb.skip.failures'],
+                         recheck_interval=cfg['hostdb.recheck.interval'],
+                         max_count=max_count, fetch_delay=delay)
 
 
 def fetcher_settings(cfg, threads: Optional[int] = None) -> 'FetcherSettings':

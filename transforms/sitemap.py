@@ -46,7 +46,7 @@ from beamcrawl.transforms.storage import fs
 from beamcrawl.transforms.storage.records import crawl_datum
 from beamcrawl.transforms.storage.segments import CONTENT, CRAWL_FETCH
 
-__all__ = ['SitemapCollector', 'CollectSitemaps', 'seed_line', 'sites_of']
+__all__ = ['SitemapCollector', 'CollectSitemaps', 'seed_line', 'sites_of', 'sites_of_hosts']
 
 log = logging.getLogger('beamcrawl')
 
@@ -306,6 +306,22 @@ class CollectSitemaps(beam.PTransform):
     def expand(self, start: beam.PCollection[Tuple[List[str], List[str]]]
                ) -> beam.PCollection[str]:
         return start | 'Collect' >> beam.ParDo(self.fn)
+
+
+def sites_of_hosts(datums: Iterable[dict], policy: UrlPolicy) -> List[str]:
+    """The sites of the hostdb's hosts (`sitemap --from-hostdb`): the site its crawldb URLs are
+    mostly on (the HostDatum's homepage_url), or else, as Nutch's -hostdb, the first of
+    http://host/ and https://host/ that the URL policy accepts; hosts with neither are left
+    out."""
+    urls = []
+    for datum in datums:
+        home = datum.get('homepage_url') or ''
+        candidates = [home] if home else [f'{s}://{datum["host"]}/' for s in ('http', 'https')]
+        for url in candidates:
+            if policy.clean(url, normalize=False, filter=True)[0] is not None:
+                urls.append(url)
+                break
+    return sites_of(urls)
 
 
 def sites_of(urls: Iterable[str]) -> List[str]:

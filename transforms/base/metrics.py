@@ -112,6 +112,20 @@ MERGE_FILTERED = 'merge.filtered'               # URLs dropped by --normalize / 
 MERGE_PURGED = 'merge.purged_gone'              # db_gone records dropped (db.update.purge.404)
 MERGE_WRITTEN = 'merge.written'                 # URLs written (records, or segment URLs)
 MERGE_STATUS = 'merge.status.'                  # + status: crawldb records written by status
+# updatehostdb
+HOSTDB_HOSTS = 'hostdb.hosts'                    # HostDatums written
+HOSTDB_URLS = 'hostdb.urls'                      # crawldb URLs counted
+HOSTDB_REJECTED = 'hostdb.rejected_urls'         # crawldb URLs --filter/--normalize dropped
+HOSTDB_FETCHES = 'hostdb.fetch_attempts'         # fetch attempts of new segments folded in
+HOSTDB_FAILING = 'hostdb.failing_hosts'          # hosts whose last fetch attempt failed
+HOSTDB_RESOLVE = 'hostdb.resolve.'               # + a lookup outcome (policy.hostdb.resolved),
+#                                                  or 'timeout' (counted as unknown too)
+
+# generate with a hostdb
+GENERATE_HOSTS_SKIPPED = 'generate.hostdb.skipped_hosts.'  # + why (policy.hostdb.skip_reason)
+GENERATE_HOSTS_LIMITED = 'generate.hostdb.max_count_hosts'  # hosts given their own max count
+GENERATE_HOSTS_DELAYED = 'generate.hostdb.delay_hosts'      # hosts given their own fetch delay
+GENERATE_HOSTS_UNDEFINED = 'generate.hostdb.undefined_hosts'  # an expression lacked a value
 
 # what the stages write to the crawl directory's store (docs/scaling.md: objects and bytes)
 STORE_PARTS = 'store.parts_written'             # part files written by the workers

@@ -30,6 +30,7 @@ from beamcrawl.transforms.fetcher.monitor import Monitor, Progress, log_progress
 from beamcrawl.transforms.fetcher.redirects import target_record
 from beamcrawl.transforms.fetcher.request import Outcome, Requester, fetch_record, warc_record
 from beamcrawl.transforms.fetcher.settings import FetcherSettings
+from beamcrawl.transforms.policy.hostdb import take_variable_delay
 from beamcrawl.transforms.policy.partition import url_queue
 from beamcrawl.transforms.policy.politeness import FetchQueues
 from beamcrawl.transforms.policy.urls import UrlPolicy
@@ -206,11 +207,13 @@ class Fetcher:
             self._count(name)
 
     def _enqueue(self, item: _Item) -> None:
+        item.record, delay = take_variable_delay(item.record)
         if item.qid is None:
             self._emit_fetch(item, 'exception', None, error='host does not resolve')
         elif self._no_more and self._interrupted:
             self._leave(item)
-        elif self._no_more or not self.queues.add(item.qid, item, time.time()):
+        elif self._no_more or not self.queues.add(item.qid, item, time.time(),
+                                                  delay):
             self._emit_fetch(item, 'notfetching', None)
 
     def _leave(self, item: _Item) -> None:
@@ -293,9 +296,7 @@ class Fetcher:
                 if outcome.crawl_delay is not None:
                     self.queues.set_crawl_delay(queue.qid, outcome.crawl_delay)
                 if outcome.meta is not None:
-                    outcome.meta['fetch.delay'] = repr(
-                        queue.crawl_delay if self.settings.threads_per_queue == 1
-                        else self.settings.min_delay)
+                    outcome.meta['fetch.delay'] = repr(self.queues.delay_of(queue))
                 dropped = self.queues.finish(queue, time.time(), response_time=outcome.elapsed,
                                              exception=outcome.protocol == 'exception',
                                              asap=outcome.asap)

@@ -26,7 +26,9 @@ __all__ = ['GenerateSettings', 'sort_key', 'assign_segments', 'Assignment',
 
 # Rejection reasons, in the order the checks run; each has a counter generate.rejected.<reason>.
 REJECT_REASONS = ('filtered', 'denied_address', 'not_due', 'generate_locked', 'status_restricted',
-                  'below_min_score', 'interval_too_long')
+                  'below_min_score', 'interval_too_long', 'host_skipped')
+# ('host_skipped': its host is left out by the hostdb, policy/hostdb.py skip_reason; checked
+# right after the address policy.)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,17 +90,21 @@ class Assignment:
 
 
 def assign_segments(items: Iterable[Tuple[str, str]], *, top_n: Optional[int], max_count: int,
-                    max_segments: int) -> Assignment:
+                    max_segments: int, host_max: Optional[Dict[str, int]] = None
+                    ) -> Assignment:
     """SelectorReducer's walk over (count key, url) pairs given in selection order.
 
     top_n: URLs per segment (None: unlimited). max_count: URLs per host/domain per segment
-    (≤ 0: unlimited). max_segments: how many segments may be filled.
+    (≤ 0: unlimited). max_segments: how many segments may be filled. host_max: count keys with a
+    max count of their own (the hostdb's generate.max.count.expr; ≤ 0: unlimited), each key's
+    own: a key absent from it has max_count (docs/nutch-differences.md D92).
     """
     limit = top_n if top_n is not None else float('inf')
     out = Assignment()
     seg_counts = [0] * (max_segments + 2)
     host_state: Dict[str, Tuple[int, int]] = {}
     capped_hosts = set()
+    capped, unlimited = max_count > 0 or host_max is not None, float('inf')
     count, current = 0, 1
     items = iter(items)
     for key, url in items:
@@ -108,10 +114,13 @@ def assign_segments(items: Iterable[Tuple[str, str]], *, top_n: Optional[int], m
             else:
                 out.over_limit += 1 + sum(1 for _ in items)
                 break
-        if max_count > 0:
+        if capped:
+            cap = max_count if host_max is None else (host_max.get(key, max_count) or -1)
+            if cap < 0:
+                cap = unlimited
             seg, in_seg = host_state.get(key, (1, 0))
             in_seg += 1
-            while seg <= max_segments and (seg_counts[seg] >= limit or in_seg > max_count):
+            while seg <= max_segments and (seg_counts[seg] >= limit or in_seg > cap):
                 seg, in_seg = seg + 1, 1
             if seg > max_segments:
                 out.host_capped += 1

@@ -34,6 +34,7 @@ class FetchQueue:
     blocked: bool = False
     response_time: float = 0.0      # moving average of observed response times, s
     version: int = 0                # invalidates stale heap entries
+    min_delay: Optional[float] = None   # the hostdb's delay also bounds several threads' gaps
 
 
 def request_ended(queue: FetchQueue, end: float, *, delay: float, max_exceptions: int,
@@ -79,21 +80,32 @@ class FetchQueues:
         self.in_progress_count = 0
 
     # -- adding and scheduling ----------------------------------------------------------------
-    def add(self, qid: str, item: Any, now: float) -> bool:
-        """Queues an item; False when the queue is blocked (the caller reports it unfetched)."""
+    def add(self, qid: str, item: Any, now: float, delay: Optional[float] = None) -> bool:
+        """Queues an item; False when the queue is blocked (the caller reports it unfetched).
+        `delay` (s): the item's host's delay from the hostdb (generate.fetch.delay.expr); the
+        first item of a queue that has one sets the queue's delay, as Nutch's fetcher does (a
+        robots.txt Crawl-delay met later still replaces it)."""
         queue = self.queues.get(qid)
         if queue is None:
             queue = self.queues[qid] = FetchQueue(qid, self.server_delay,
                                                   next_fetch=self.next_allowed.get(qid, 0.0))
         if queue.blocked:
             return False
+        if delay is not None and queue.min_delay is None:
+            queue.crawl_delay = queue.min_delay = delay
         queue.pending.append(item)
         self.pending_count += 1
         self._schedule(queue, now)
         return True
 
+    def delay_of(self, queue: FetchQueue) -> float:
+        """The gap a queue keeps between requests (see the module's docstring)."""
+        if self.threads_per_queue == 1:
+            return queue.crawl_delay
+        return self.min_delay if queue.min_delay is None else queue.min_delay
+
     def _work_left(self, queue: FetchQueue) -> float:
-        delay = queue.crawl_delay if self.threads_per_queue == 1 else self.min_delay
+        delay = self.delay_of(queue)
         return len(queue.pending) * (delay + queue.response_time)
 
     def _schedule(self, queue: FetchQueue, now: float) -> None:
@@ -145,7 +157,7 @@ class FetchQueues:
         reached max_exceptions (to be reported as not fetched)."""
         queue.in_progress -= 1
         self.in_progress_count -= 1
-        delay = queue.crawl_delay if self.threads_per_queue == 1 else self.min_delay
+        delay = self.delay_of(queue)
         dropped: List[Any] = []
         if request_ended(queue, now, delay=delay, max_exceptions=self.max_exceptions,
                          exception_delay=self.exception_delay, response_time=response_time,

@@ -48,7 +48,7 @@ def refuse_foreign(crawl) -> None:
                 f'{crawl.root}: looks like {what} itself ({join(crawl.root, name)}), not a '
                 f'crawl directory: beamcrawl commands take the crawl directory that holds '
                 f'crawldb/, linkdb/ and segments/')
-    for db in (crawl.crawldb, crawl.linkdb):
+    for db in (crawl.crawldb, crawl.linkdb, crawl.hostdb):
         for version in db.version_dirs():
             found = _foreign_entry(version, _OURS_IN_VERSION)
             if found:

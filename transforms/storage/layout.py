@@ -31,6 +31,7 @@ class CrawlLayout(SegmentLayout, IndexLayout):
         self.root = crawl_dir.rstrip('/') if len(crawl_dir) > 1 else crawl_dir
         self.crawldb = DbLayout(join(self.root, 'crawldb'), 'crawldb')
         self.linkdb = DbLayout(join(self.root, 'linkdb'), 'linkdb')
+        self.hostdb = DbLayout(join(self.root, 'hostdb'), 'hostdb')
         self.segments = join(self.root, 'segments')
         self.tmp = join(self.root, '.tmp')
         self.index = join(self.root, 'index')

@@ -11,7 +11,7 @@ from typing import Iterable, List, Mapping, Optional, Tuple
 __all__ = [
     'STATUSES', 'STATUS_CODES', 'DB_STATUSES', 'FETCH_STATUSES', 'PROTOCOL_STATUSES',
     'CRAWL_DATUM_SCHEMA', 'CONTENT_SCHEMA', 'PARSE_TEXT_SCHEMA', 'PARSE_DATA_SCHEMA',
-    'INLINKS_SCHEMA', 'SCHEMAS', 'crawl_datum', 'complete_datum',
+    'INLINKS_SCHEMA', 'HOST_DATUM_SCHEMA', 'SCHEMAS', 'crawl_datum', 'complete_datum',
     'content', 'parse_text',
     'parse_data', 'inlinks', 'status_code', 'METADATA_GENERATE_TIME', 'METADATA_FIXED_INTERVAL',
 ]
@@ -116,9 +116,26 @@ INLINKS_SCHEMA = {
     ],
 }
 
+# The host database's records (hostdb/; docs/hostdb.md): one per host, Nutch's HostDatum with
+# beamcrawl's additions. Counts are URLs of the crawldb; times are epoch ms (0: never).
+_HOST_COUNTS = ('unfetched', 'fetched', 'gone', 'redir_temp', 'redir_perm', 'not_modified',
+                'duplicate', 'orphan', 'connection_failures', 'fetch_failures', 'dns_failures',
+                'last_check', 'last_success', 'last_failure', 'robots_denied')
+HOST_DATUM_SCHEMA = {
+    'type': 'record', 'name': 'HostDatum', 'namespace': _NS,
+    'fields': [
+        {'name': 'host', 'type': 'string'},
+        {'name': 'homepage_url', 'type': 'string'},
+        *({'name': name, 'type': 'long'} for name in _HOST_COUNTS),
+        {'name': 'crawl_delay', 'type': 'double'},
+        {'name': 'metadata', 'type': {'type': 'map', 'values': 'double'}},
+    ],
+}
+
 # Schema of each part kind, by directory name (docs/crawl-dir.md, "Layout").
 SCHEMAS = {
     'crawldb': CRAWL_DATUM_SCHEMA,
+    'hostdb': HOST_DATUM_SCHEMA,
     'crawl_generate': CRAWL_DATUM_SCHEMA,
     'crawl_fetch': CRAWL_DATUM_SCHEMA,
     'crawl_parse': CRAWL_DATUM_SCHEMA,

@@ -17,6 +17,7 @@ from beamcrawl.transforms.fetcher.journal.paths import SOURCE_KEY
 from beamcrawl.transforms.fetcher.request import fetch_record, outcome_records
 from beamcrawl.transforms.fetcher.settings import FetcherSettings
 from beamcrawl.transforms.fetcher.streaming.requests import RequestsFactory
+from beamcrawl.transforms.policy.hostdb import take_variable_delay
 from beamcrawl.transforms.policy.politeness import FetchQueue, request_ended
 from beamcrawl.transforms.policy.urls import UrlPolicy
 from beamcrawl.transforms.storage.segments import CRAWL_FETCH
@@ -77,6 +78,7 @@ class _PoliteFetchFn(beam.DoFn):
                 queue_state=beam.DoFn.StateParam(QUEUE),
                 fetch=beam.DoFn.TimerParam(FETCH)):
         qid, record = element
+        record, delay = take_variable_delay(record)
         if qid == UNRESOLVED:
             yield self._unfetched(record, 'exception', 'host does not resolve')
             return
@@ -87,6 +89,8 @@ class _PoliteFetchFn(beam.DoFn):
         if queue.blocked:
             yield self._unfetched(record, 'notfetching')
             return
+        if delay is not None and queue.min_delay is None:   # as FetchQueues.add
+            queue.crawl_delay = queue.min_delay = delay
         pending.add(record)
         # queue.in_progress here means: a timer is set or a request is in flight (cleared when
         # the queue is drained)
