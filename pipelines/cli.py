@@ -42,6 +42,7 @@ COMMANDS = {
     'warc-export': 'beamcrawl.pipelines.warc_export',
     'sitemap': 'beamcrawl.pipelines.sitemap',
     'config': 'beamcrawl.pipelines.config',
+    'import-nutch': 'beamcrawl.pipelines.import_nutch',
 }
 # Commands that only read a crawl directory: they never record its site settings.
 READ_ONLY = frozenset({'readdb', 'readseg', 'readlinkdb', 'search', 'config'})
@@ -57,7 +58,7 @@ class _Parser(argparse.ArgumentParser):
 
 # Arguments that name local files or directories. They are made absolute before any pipeline
 # is built: a cluster's workers run in another working directory.
-_PATH_ARGS = ('crawl_dir', 'conf', 'seeds', 'dump', 'plot', 'home')
+_PATH_ARGS = ('crawl_dir', 'conf', 'seeds', 'dump', 'plot', 'home', 'nutch_dir')
 
 
 def _absolute_paths(args) -> None:

@@ -61,6 +61,9 @@ def _list(crawl):
             if 'fetch.start' in meta:
                 starts.append(int(meta['fetch.start']))
                 ends.append(int(meta['fetch.end']))
+            elif record['status'] != 'linked':     # fetched by Nutch (import-nutch): its time
+                starts.append(record['fetch_time'])
+                ends.append(record['fetch_time'])
         start = format_time(min(starts)) if starts else '?'
         end = format_time(max(ends)) if ends else '?'
         parsed = _count(crawl, name, 'parse_data')

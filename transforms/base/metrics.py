@@ -105,6 +105,12 @@ SITEMAP_SEEN = 'sitemap.duplicate_sitemaps'      # sitemap URLs named again (an 
 LINKDB_INVERTED = 'linkdb.inverted_links'       # (target, inlink) pairs produced
 LINKDB_PARTS_WRITTEN = 'linkdb.parts_written'   # linkdb partitions written
 
+# import-nutch
+IMPORT_RECORDS = 'import.records.'              # + the part read (crawldb, linkdb, content...)
+IMPORT_DUPLICATES = 'import.duplicate_urls'     # a database URL met again: the last one kept
+IMPORT_CONTENT_UNMATCHED = 'import.content_without_fetch'  # content with no crawl_fetch record:
+#                                                  fetch time 0, no HTTP code
+
 # what the stages write to the crawl directory's store (docs/scaling.md: objects and bytes)
 STORE_PARTS = 'store.parts_written'             # part files written by the workers
 STORE_PART_BYTES = 'store.part_bytes'           # their bytes

@@ -34,7 +34,7 @@ from beamcrawl.transforms.base.errors import InputError
 from beamcrawl.transforms.storage import fs
 
 __all__ = ['SeqHeader', 'Cursor', 'FormatError', 'read_header', 'read_pairs', 'map_file_data',
-           'ZLIB_CODECS', 'MAX_INFLATED', 'SYNC_ESCAPE']
+           'ZLIB_CODECS', 'MAX_INFLATED', 'SYNC_ESCAPE', 'file_size', 'inflate']
 
 MAGIC = b'SEQ'
 VERSION = 6
@@ -155,7 +155,8 @@ class SeqHeader(NamedTuple):
     data_start: int
 
 
-def _size(path: str) -> int:
+def file_size(path: str) -> int:
+    """The size of a file in bytes (InputError when it cannot be read)."""
     try:
         return FileSystems.match([path])[0].metadata_list[0].size_in_bytes
     except (IndexError, OSError) as e:
@@ -198,7 +199,7 @@ def _parse_header(data: bytes, path: str) -> SeqHeader:
 def read_header(path: str) -> SeqHeader:
     """The header of the SequenceFile `path`; InputError if it is not one we read."""
     with fs.open_read(path) as f:
-        data = f.read(min(_HEADER_MAX, _size(path)))
+        data = f.read(min(_HEADER_MAX, file_size(path)))
     return _parse_header(data, path)
 
 
@@ -267,7 +268,7 @@ class _Limited:
 def read_pairs(path: str) -> Iterator[Tuple[bytes, bytes, int]]:
     """(key bytes, value bytes, offset of the record) of every record of the SequenceFile
     `path`, values inflated. Bad framing raises InputError naming the file and offset."""
-    size = _size(path)
+    size = file_size(path)
     with fs.open_read(path) as f:
         head = f.read(min(_HEADER_MAX, size))
         header = _parse_header(head, path)
