@@ -46,10 +46,12 @@ SITE = """<?xml version="1.0"?>
 <property><name>http.proxy.port</name><value>{port}</value></property>
 <property><name>fetcher.server.delay</name><value>0.0</value></property>
 <property><name>fetcher.threads.fetch</name><value>4</value></property>
-<property><name>plugin.includes</name>
-  <value>protocol-httpclient|urlfilter-regex|parse-(html|tika)|index-(basic|anchor)|scoring-opic|urlnormalizer-(pass|regex|basic)</value></property>
+<property><name>plugin.includes</name><value>{plugins}</value></property>
 </configuration>
 """
+
+PLUGINS = ('protocol-httpclient|urlfilter-regex|parse-(html|tika)|index-(basic|anchor)|'
+           'scoring-opic|urlnormalizer-(pass|regex|basic)')
 
 URL_FILTER = ('-^(?:file|ftp|mailto):\n'
               '-(?i)\\.(?:gif|jpg|png|ico|css|sit|eps|wmf|zip|ppt|mpg|xls|gz|rpm|tgz|mov|exe|'
@@ -82,7 +84,7 @@ def main() -> int:
 
     with TestWeb(demo_sites()) as web:
         with open(os.path.join(conf, 'nutch-site.xml'), 'w', encoding='utf-8') as f:
-            f.write(SITE.format(port=web.port))
+            f.write(SITE.format(port=web.port, plugins=PLUGINS))
         nutch('inject', f'{crawl}/crawldb', os.path.join(work, 'seeds.txt'))
         for _ in range(2):
             before = set(glob.glob(f'{crawl}/segments/*'))
