@@ -83,7 +83,8 @@ def map_writable(entries: List[Tuple[tuple, tuple]]) -> bytes:
 def crawl_datum(status: int, *, fetch_time: int = 0, retries: int = 0, interval: int = 2592000,
                 score: float = 1.0, modified: int = 0, signature: Optional[bytes] = None,
                 metadata: Optional[List[Tuple[tuple, tuple]]] = None, version: int = 7) -> bytes:
-    out = struct.pack('>bbqbifq', version, status, fetch_time, retries, interval, score, modified)
+    layout = '>bbqbifq' if version > 5 else '>bbqbffq'   # version 5: a float interval
+    out = struct.pack(layout, version, status, fetch_time, retries, interval, score, modified)
     out += struct.pack('>B', len(signature)) + signature if signature else b'\0'
     if metadata:
         return out + b'\1' + map_writable(metadata)
@@ -131,7 +132,7 @@ def sequence_file(records: List[Tuple[bytes, bytes]], *, value_class: str = DATU
     """A SequenceFile of (key bytes, value bytes) records; compression: none, record, block
     (blocks of `sync_every` records; record files get a sync escape every `sync_every`)."""
     compressed = compression != 'none'
-    out = (b'SEQ\x06' + text(key_class) + text(value_class)
+    out = bytearray(b'SEQ\x06' + text(key_class) + text(value_class)
            + bytes([compressed, compression == 'block'])
            + (text(codec) if compressed else b'')
            + struct.pack('>i', len(metadata)) + b''.join(text(k) + text(v) for k, v in metadata)
@@ -145,11 +146,11 @@ def sequence_file(records: List[Tuple[bytes, bytes]], *, value_class: str = DATU
             for buf in buffers:
                 packed = _compress(buf, codec)
                 out += vint(len(packed)) + packed
-        return out
+        return bytes(out)
     for i, (key, value) in enumerate(records):
         if i and i % sync_every == 0:
             out += struct.pack('>i', -1) + SYNC
         if compression == 'record':
             value = _compress(value, codec)
         out += struct.pack('>ii', len(key) + len(value), len(key)) + key + value
-    return out
+    return bytes(out)

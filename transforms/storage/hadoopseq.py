@@ -51,6 +51,14 @@ MAX_INFLATED = 256 << 20
 _HEADER_MAX = 1 << 20        # a header (class names, metadata) larger than this is not Hadoop's
 
 
+# Big-endian readers of Java's fixed-size values (DataInput).
+_BYTE, _SHORT, _USHORT = (struct.Struct('>b').unpack_from, struct.Struct('>h').unpack_from,
+                          struct.Struct('>H').unpack_from)
+_INT, _LONG = struct.Struct('>i').unpack_from, struct.Struct('>q').unpack_from
+_FLOAT, _DOUBLE = struct.Struct('>f').unpack_from, struct.Struct('>d').unpack_from
+_CHUNK = 8 << 20             # bytes a file is read in
+
+
 class FormatError(ValueError):
     """Malformed bytes: `offset` is where in the buffer being decoded they are."""
 
@@ -75,34 +83,46 @@ class Cursor:
             raise FormatError(f'{n} bytes wanted, {self.end - self.pos} left', self.pos)
         out = self.data[self.pos:self.pos + n]
         self.pos += n
-        return bytes(out)
+        return out
 
     def remaining(self) -> int:
         return self.end - self.pos
 
-    def _unpack(self, fmt: str, size: int):
-        return struct.unpack(fmt, self.take(size))[0]
+    def _fixed(self, unpack, size: int):
+        pos = self.pos
+        if size > self.end - pos:
+            raise FormatError(f'{size} bytes wanted, {self.end - pos} left', pos)
+        self.pos = pos + size
+        return unpack(self.data, pos)[0]
+
+    def fields(self, layout: struct.Struct) -> tuple:
+        """Several fixed-size values at once (a struct.Struct of their big-endian layout)."""
+        pos = self.pos
+        if layout.size > self.end - pos:
+            raise FormatError(f'{layout.size} bytes wanted, {self.end - pos} left', pos)
+        self.pos = pos + layout.size
+        return layout.unpack_from(self.data, pos)
 
     def byte(self) -> int:
-        return self._unpack('>b', 1)
+        return self._fixed(_BYTE, 1)
 
     def boolean(self) -> bool:
-        return self._unpack('>b', 1) != 0
+        return self._fixed(_BYTE, 1) != 0
 
     def short(self) -> int:
-        return self._unpack('>h', 2)
+        return self._fixed(_SHORT, 2)
 
     def int(self) -> int:
-        return self._unpack('>i', 4)
+        return self._fixed(_INT, 4)
 
     def long(self) -> int:
-        return self._unpack('>q', 8)
+        return self._fixed(_LONG, 8)
 
     def float(self) -> float:
-        return self._unpack('>f', 4)
+        return self._fixed(_FLOAT, 4)
 
     def double(self) -> float:
-        return self._unpack('>d', 8)
+        return self._fixed(_DOUBLE, 8)
 
     def vlong(self) -> int:
         """Hadoop's WritableUtils variable-length integer."""
@@ -130,11 +150,17 @@ class Cursor:
 
     def text(self) -> str:
         """Hadoop's Text (Text.writeString): a vint length and UTF-8."""
+        pos = self.pos
+        if pos < self.end and self.data[pos] < 0x80:     # a one-byte length (0 to 127)
+            n = self.data[pos]
+            if n <= self.end - pos - 1:
+                self.pos = pos + 1 + n
+                return self.data[pos + 1:pos + 1 + n].decode('utf-8', 'replace')
         return self.take(self.length()).decode('utf-8', 'replace')
 
     def utf(self) -> str:
         """Java's DataOutput.writeUTF: a 2-byte length and (modified) UTF-8."""
-        n = self._unpack('>H', 2)
+        n = self._fixed(_USHORT, 2)
         return self.take(n).decode('utf-8', 'replace')
 
     def string(self) -> Optional[str]:
@@ -225,44 +251,45 @@ def inflate(data: bytes) -> bytes:
 
 
 class _Stream:
-    """A file read forward with its offset, never asked for more than the file holds."""
+    """A file read forward in large chunks, with its offset; never asked for more than the
+    file holds."""
 
     def __init__(self, f, size: int, path: str, start: int):
         self.f, self.size, self.path, self.pos = f, size, path, start
+        self._buf, self._at = b'', 0          # unread bytes of the chunk in hand
 
     def read(self, n: int, what: str) -> bytes:
         if n < 0 or n > self.size - self.pos:
             raise InputError(f'{self.path}: truncated or corrupt at byte {self.pos}: {what} of '
                              f'{n} bytes, {self.size - self.pos} left in the file')
-        data = fs.read_all(_Limited(self.f, n)) if n else b''
-        if len(data) != n:
-            raise InputError(f'{self.path}: cut short at byte {self.pos} ({what})')
+        at = self._at
+        if n <= len(self._buf) - at:
+            self._at = at + n
+            self.pos += n
+            return self._buf[at:at + n]
+        parts = [self._buf[at:]]
+        have = len(parts[0])
+        while have < n:
+            chunk = self.f.read(max(_CHUNK, n - have))
+            if not chunk:
+                raise InputError(f'{self.path}: cut short at byte {self.pos + have} ({what})')
+            parts.append(chunk)
+            have += len(chunk)
+        data = b''.join(parts)
+        self._buf, self._at = data, n
         self.pos += n
-        return data
+        return data[:n]
 
     def int(self, what: str) -> int:
-        return struct.unpack('>i', self.read(4, what))[0]
+        return _INT(self.read(4, what))[0]
 
     def vlong(self, what: str) -> int:
         first = self.read(1, what)
+        b = _BYTE(first)[0]
         size = 1
-        b = struct.unpack('>b', first)[0]
         if b < -112:
             size = (-119 - b) if b < -120 else (-111 - b)
         return Cursor(first + (self.read(size - 1, what) if size > 1 else b'')).vlong()
-
-
-class _Limited:
-    """Reads at most n bytes of a file object (for fs.read_all)."""
-
-    def __init__(self, f, n: int):
-        self.f, self.left = f, n
-
-    def read(self, n: int = -1) -> bytes:
-        want = self.left if n is None or n < 0 else min(n, self.left)
-        data = self.f.read(want) if want else b''
-        self.left -= len(data)
-        return data
 
 
 def read_pairs(path: str) -> Iterator[Tuple[bytes, bytes, int]]:

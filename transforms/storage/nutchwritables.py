@@ -4,7 +4,7 @@ Each decoder reads one value, as Nutch's `readFields` does, from a hadoopseq.Cur
 plain Python values (policy/nutchrecords.py turns them into beamcrawl's records):
 
   Text          vint length, UTF-8                                     -> str
-  CrawlDatum    version (7; 5 and 6 read the same way), status, fetch time, retries,
+  CrawlDatum    version (7 and 6; 5 with a float interval), status, fetch time, retries,
                 interval (s), score, modified time, signature, MapWritable metadata -> dict
   MapWritable   classes it adds (id, Java UTF name), an int count, then (class id, key,
                 class id, value) pairs; values: Text, Int/Long/Float/Double/Byte/Boolean/
@@ -22,6 +22,7 @@ Every length is checked against the bytes left (hadoopseq.Cursor): a hostile val
 FormatError, which the reader reports as an InputError naming the file and record.
 """
 
+import struct
 from typing import Callable, Dict, List, NamedTuple, Tuple
 
 from beamcrawl.transforms.storage.hadoopseq import Cursor, FormatError, inflate
@@ -142,14 +143,22 @@ _WRITABLES: Dict[str, Callable[[Cursor], object]] = {
 }
 
 
+# status, fetch time, retries, interval (s), score, modified time: versions 6 and 7; version 5
+# kept the interval as a float
+_DATUM_FIELDS = struct.Struct('>bqbifq')
+_DATUM_FIELDS_5 = struct.Struct('>bqbffq')
+
+
 def crawl_datum(c: Cursor) -> dict:
     """Nutch's CrawlDatum (versions 5 to 7; older ones, from before Nutch 1.0, are refused)."""
     version = c.byte()
     if not 5 <= version <= 7:
         raise FormatError(f'CrawlDatum version {version} (5 to 7 are read)', c.pos - 1)
-    out = {'version': version, 'status': c.byte(), 'fetch_time': c.long(),
-           'retries': c.byte(), 'fetch_interval': c.int(), 'score': c.float(),
-           'modified_time': c.long()}
+    status, fetch_time, retries, interval, score, modified = c.fields(
+        _DATUM_FIELDS if version > 5 else _DATUM_FIELDS_5)
+    interval = round(interval)
+    out = {'version': version, 'status': status, 'fetch_time': fetch_time, 'retries': retries,
+           'fetch_interval': interval, 'score': score, 'modified_time': modified}
     size = c.byte() & 0xff          # Nutch writes the signature's length as a byte
     out['signature'] = c.take(size) if size else None
     out['metadata'] = map_writable(c) if c.boolean() else {}
