@@ -282,6 +282,18 @@ def test_hostile_values(decoder, raw, message):
         nutchwritables.decode(decoder, raw)
 
 
+def test_metadata_nested_thousands_deep_is_an_input_error(tmp_path):
+    from beamcrawl.transforms.importnutch import nutch_records
+    nested = sf.t('leaf')
+    for _ in range(3000):
+        nested = ('org.apache.hadoop.io.MapWritable', sf.map_writable([(sf.t('k'), nested)]))
+    raw = sf.crawl_datum(2, metadata=[(sf.t('k'), nested)])
+    path = _file(tmp_path, sf.sequence_file([(sf.text('http://a.test/'), raw)]))
+    first = len(sf.sequence_file([]))       # the record right after the header
+    with pytest.raises(InputError, match=f'at byte {first}: metadata nested too deep'):
+        list(nutch_records(path, 'crawldb'))
+
+
 # -- the fixture imported ---------------------------------------------------------------------
 
 def _tree_digest(root):
@@ -492,7 +504,7 @@ def test_the_crawl_continues(imported, tmp_path):
     with TestWeb(demo_sites()) as web:
         opts = ['-D', 'http.agent.name=testbot', '-D', 'http.proxy.host=127.0.0.1',
                 '-D', f'http.proxy.port={web.port}', '-D', 'fetcher.server.delay=0.0',
-                '-D', 'fetcher.max.crawl.delay=-1', '--now', '2026-11-26T00:00:00Z']
+                '--now', '2026-11-26T00:00:00Z']
         for step in ('generate', 'fetch', 'parse', 'updatedb'):
             run_cli(step, crawl, *opts)
         fetched = {f'http://{r.host}{r.path}' for r in web.log if r.path != '/robots.txt'}

@@ -119,6 +119,9 @@ def nutch_records(path: str, kind: str, fetch_file: Optional[str] = None
             yield url, _convert(kind, url, nutchwritables.decode(decode, value), fetched)
         except (hadoopseq.FormatError, ValueError) as e:
             raise InputError(f'{path}: corrupt record at byte {offset}: {e}') from None
+        except RecursionError:      # maps nested in maps, thousands deep: not Nutch's
+            raise InputError(f'{path}: corrupt record at byte {offset}: metadata nested too '
+                             f'deep') from None
 
 
 def _convert(kind: str, url: str, value, fetched: Optional['_FetchInfo']) -> dict:

@@ -371,7 +371,7 @@ def _blocks(s: _Stream, header: SeqHeader) -> Iterator[Tuple[bytes, bytes, int]]
 
 
 def map_file_data(entry: str) -> Optional[str]:
-    """The SequenceFile of a part of a Hadoop output directory: `entry` itself (a
-    SequenceFile), its `data` (a MapFile directory), or None (not a part)."""
+    """The SequenceFile of a part of a Hadoop output directory: its `data` when `entry` is a
+    MapFile directory, else `entry` itself (a SequenceFile)."""
     data = fs.join(entry, 'data')
     return data if fs.exists(data) else entry

@@ -27,7 +27,7 @@ from typing import Callable, Dict, List, NamedTuple, Tuple
 
 from beamcrawl.transforms.storage.hadoopseq import Cursor, FormatError, inflate
 
-__all__ = ['ProtocolStatus', 'ParseStatus', 'VALUE_DECODERS', 'KEY_DECODERS', 'decode',
+__all__ = ['ProtocolStatus', 'ParseStatus', 'VALUE_DECODERS', 'decode',
            'crawl_datum', 'map_writable', 'inlinks', 'parse_data', 'parse_text', 'content',
            'metadata', 'protocol_status']
 
@@ -237,7 +237,6 @@ VALUE_DECODERS: Dict[str, Callable[[Cursor], object]] = {
     _NUTCH + 'protocol.Content': content,
     _IO + 'Text': Cursor.text,
 }
-KEY_DECODERS: Dict[str, Callable[[Cursor], object]] = {_IO + 'Text': Cursor.text}
 
 
 def decode(decoder: Callable[[Cursor], object], data: bytes):
