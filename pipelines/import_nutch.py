@@ -12,6 +12,9 @@ from beamcrawl.pipelines.cli import run_command
 from beamcrawl.transforms.base.errors import UserError
 
 
+_EMPTY_DIRS = ('crawldb', 'linkdb', 'segments')
+
+
 def add_arguments(parser):
     parser.add_argument('nutch_dir', metavar='NUTCH_CRAWL_DIR',
                         help="Nutch's crawl directory (crawldb/, linkdb/, segments/)")
@@ -23,16 +26,19 @@ def run(args, cfg, now, beam_args):
     from beamcrawl.transforms.importnutch import SEGMENT_ORDER, ImportNutch, find_nutch_crawl
     from beamcrawl.transforms.runners.runtime import make_pipeline, run_pipeline
     from beamcrawl.transforms.storage import fs
-    from beamcrawl.transforms.storage.layout import CrawlLayout
+    from beamcrawl.transforms.storage.layout import SITE_CONF, CrawlLayout
     from beamcrawl.transforms.storage.segments import CRAWL_FETCH, PARSE_DATA
     crawl = CrawlLayout(args.crawl_dir)
     source = args.nutch_dir.rstrip('/')
     if crawl.root == source or crawl.root.startswith(source + '/'):
         raise UserError(f'{crawl.root}: inside the Nutch crawl {source}, which is only read: '
                         f'name a CRAWL_DIR outside it')
-    if fs.exists(crawl.root) and fs.entries(crawl.root):
+    # What a failed import leaves is not data: the three directories, empty, and the site
+    # settings it was given (crawl-dir.md, "Site settings").
+    left = [n for n in fs.entries(crawl.root) if n != SITE_CONF]
+    if any(n not in _EMPTY_DIRS or fs.entries(fs.join(crawl.root, n)) for n in left):
         raise UserError(f'{crawl.root}: not empty; import-nutch writes a new crawl directory '
-                        f'(name an empty or absent one; after a cut-off import, delete it)')
+                        f'(name an empty or absent one; after an import killed midway, delete it)')
     nutch = find_nutch_crawl(source)
     keep = cfg['db.preserve.backup']
     with contextlib.ExitStack() as stack:      # exits last-in first: segments, linkdb, crawldb

@@ -528,6 +528,10 @@ def test_a_corrupt_nutch_file_exits_2_with_one_line(tmp_path):
     assert not (tmp_path / 'crawl' / 'crawldb' / 'current').exists()
     assert not (tmp_path / 'crawl' / 'segments').exists() or \
         not os.listdir(tmp_path / 'crawl' / 'segments')
+    # the same command, once the file is whole again, imports into what the failure left
+    shutil.copyfile(os.path.join(NUTCH, 'crawldb', 'current', 'part-r-00000', 'data'), data)
+    run_cli('import-nutch', str(nutch), str(tmp_path / 'crawl'))
+    assert len(read_db(tmp_path / 'crawl')) == 17
 
 
 @pytest.mark.parametrize('case', ['not_empty', 'not_nutch', 'inside'])
