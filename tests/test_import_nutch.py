@@ -474,6 +474,12 @@ def test_segments_hold_what_the_web_served(imported):
     assert data['http://www.demo.test/about.html']['title'] == 'About'
     assert {o['to_url'] for o in data['http://www.demo.test/about.html']['outlinks']} == \
         {'http://www.demo.test/', 'http://www.demo.test/team.html'}
+    got = run_cli('readseg', imported[0], '--get', second,
+                  'http://www.demo.test/about.html').stdout
+    for part in ('crawl_generate::', 'crawl_fetch::', 'content::', 'parse_data::',
+                 'parse_text::', 'crawl_parse::'):
+        assert part in got
+    assert '<title>About</title>' in got and '"protocol_status": "success"' in got
     listed = run_cli('readseg', imported[0], '--list').stdout
     assert re.search(rf'{second}\t11\t\t2026-\S+\t2026-\S+\t12\t8', listed), listed
 
