@@ -33,7 +33,8 @@ from beamcrawl.transforms.storage.records import parse_text
 
 __all__ = ['STATUS_BY_CODE', 'PROTOCOL_STATUS_NAMES', 'PARSE_STATUS_NAMES', 'datum',
            'metadata_text', 'joined', 'content_record', 'parse_data', 'parse_text_record',
-           'inlinks_record', 'protocol_name', 'METADATA_PROTOCOL_STATUS', 'METADATA_HTTP_CODE']
+           'inlinks_record', 'protocol_name', 'parse_status_name', 'METADATA_PROTOCOL_STATUS',
+           'METADATA_HTTP_CODE']
 
 STATUS_BY_CODE = {code: name for name, code in STATUS_CODES.items()}
 
