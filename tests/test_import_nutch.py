@@ -198,6 +198,49 @@ def test_inlinks_and_parse_text():
     assert nutchwritables.decode(nutchwritables.parse_text, sf.parse_text('é' * 200)) == 'é' * 200
 
 
+@pytest.mark.parametrize('kind', ['block', 'record'])
+def test_snappy_files_nutch_wrote_read_as_the_plain_one(kind):
+    """The fixture's crawldb rewritten by Nutch's mergedb with SnappyCodec (make_crawl.py)."""
+    from beamcrawl.transforms.importnutch import nutch_records
+    snappy = os.path.join(FIXTURE, f'snappy-{kind}', 'crawldb', 'current', 'part-r-00000',
+                          'data')
+    header = hadoopseq.read_header(snappy)
+    assert (header.codec, header.block_compressed) == (hadoopseq.SNAPPY_CODEC, kind == 'block')
+    plain = os.path.join(NUTCH, 'crawldb', 'current', 'part-r-00000', 'data')
+    got = list(nutch_records(snappy, 'crawldb'))
+    assert len(got) == 17 and got == list(nutch_records(plain, 'crawldb'))
+
+
+def _framed(*blocks):
+    """Hadoop's block framing: (uncompressed length, [raw chunks]) per block."""
+    import cramjam
+    out = b''
+    for length, chunks in blocks:
+        out += struct.pack('>i', length)
+        for chunk in chunks:
+            packed = bytes(cramjam.snappy.compress_raw(chunk))
+            out += struct.pack('>i', len(packed)) + packed
+    return out
+
+
+@pytest.mark.parametrize('data,expected', [
+    (_framed((5, [b'hello'])), b'hello'),
+    (_framed((8, [b'ab', b'cdefgh']), (3, [b'xyz'])), b'abcdefghxyz'),
+    (b'', b''),
+    (_framed((5, [b'hell'])), 'a block of 5 bytes, 0 left|4 bytes wanted'),
+    (_framed((3, [b'hello'])), 'a block of 3 bytes decompressed to 5'),
+    (struct.pack('>i', -1), 'a block of -1 bytes'),
+    (struct.pack('>ii', 5, 5) + b'\xff' * 5, 'bad compressed data'),
+])
+def test_hadoop_block_framing_of_snappy(data, expected):
+    snappy = hadoopseq.decompressor(hadoopseq.SNAPPY_CODEC)
+    if isinstance(expected, bytes):
+        assert snappy(data) == expected
+    else:
+        with pytest.raises(FormatError, match=expected):
+            snappy(data)
+
+
 # -- hostile and broken files -----------------------------------------------------------------
 
 def _file(tmp_path, data: bytes) -> str:
@@ -238,9 +281,9 @@ def test_not_a_sequence_file(tmp_path, data, message):
 
 def test_a_codec_we_do_not_read_is_named(tmp_path):
     data = sf.sequence_file(RECORDS, compression='record',
-                            codec='org.apache.hadoop.io.compress.SnappyCodec')
+                            codec='org.apache.hadoop.io.compress.Lz4Codec')
     with pytest.raises(InputError, match='compressed with org.apache.hadoop.io.compress.'
-                                         'SnappyCodec, which beamcrawl does not read'):
+                                         'Lz4Codec, which beamcrawl does not read'):
         list(hadoopseq.read_pairs(_file(tmp_path, data)))
 
 

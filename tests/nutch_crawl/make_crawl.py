@@ -13,6 +13,10 @@ updatedb and then invertlinks with Nutch's own `bin/nutch`, and replaces, next t
     readdb-dump.txt      `bin/nutch readdb crawl/crawldb -dump` (the expected records, UTC)
     readlinkdb-dump.txt  `bin/nutch readlinkdb crawl/linkdb -dump`
     nutch-version.txt    the Nutch version that made it
+    snappy-block/, snappy-record/   the same crawldb rewritten by `bin/nutch mergedb` with
+                         SnappyCodec, block- and record-compressed (Hadoop 3 writes Snappy
+                         without native libraries; `--snappy-only` remakes just these from the
+                         saved crawl/)
 
 Nutch's site settings are in SITE below: the proxy (through protocol-httpclient: Nutch's
 protocol-http asks a proxy for a CONNECT tunnel even for http URLs, which the test web does not
@@ -59,10 +63,28 @@ URL_FILTER = ('-^(?:file|ftp|mailto):\n'
               '+.\n')
 
 
+def snappy_copies(home: str, env: dict, crawldb: str) -> None:
+    """The crawldb rewritten with SnappyCodec, block- and record-compressed, next to this
+    script (snappy-block/crawldb, snappy-record/crawldb)."""
+    for kind in ('block', 'record'):
+        out = os.path.join(HERE, f'snappy-{kind}')
+        shutil.rmtree(out, ignore_errors=True)
+        subprocess.run([os.path.join(home, 'bin', 'nutch'), 'mergedb',
+                        '-Dmapreduce.output.fileoutputformat.compress=true',
+                        f'-Dmapreduce.output.fileoutputformat.compress.type={kind.upper()}',
+                        '-Dmapreduce.output.fileoutputformat.compress.codec='
+                        'org.apache.hadoop.io.compress.SnappyCodec',
+                        os.path.join(out, 'crawldb'), crawldb], env=env, check=True,
+                       stdout=subprocess.DEVNULL)
+
+
 def main() -> int:
     home = os.environ.get('NUTCH_HOME', '/work/peers/nutch-src/runtime/local')
     env = dict(os.environ, TZ='UTC')
     env.setdefault('JAVA_HOME', '/usr/lib/jvm/java-17-openjdk-amd64')
+    if '--snappy-only' in sys.argv:
+        snappy_copies(home, env, os.path.join(HERE, 'crawl', 'crawldb'))
+        return 0
     work = tempfile.mkdtemp(prefix='nutch-fixture-')
     conf = os.path.join(work, 'conf')
     shutil.copytree(os.path.join(home, 'conf'), conf)
@@ -107,6 +129,7 @@ def main() -> int:
         f.write(''.join(f'{os.path.basename(j)[:-4]}\n' for j in jars) or 'unknown\n')
     shutil.rmtree(os.path.join(HERE, 'crawl'), ignore_errors=True)
     shutil.copytree(crawl, os.path.join(HERE, 'crawl'))
+    snappy_copies(home, env, os.path.join(HERE, 'crawl', 'crawldb'))
     shutil.rmtree(work)
     return 0
 

@@ -15,9 +15,9 @@ A SequenceFile (version 6, Hadoop 0.20 and later) is a header, then records:
 Integers are big-endian (Java's DataOutput). A MapFile is a directory with the SequenceFile
 `data` (records sorted by key) and its `index` (every 128th key); only `data` is read here.
 
-Codecs read: DefaultCodec and DeflateCodec (zlib) and GzipCodec (gzip); both come out of
-zlib. Other codecs (Snappy, LZ4, Zstandard, BZip2: native Hadoop libraries) are refused with an
-error naming the codec. Reads are bounded: no length is trusted beyond what the file holds, and
+Codecs read: DefaultCodec and DeflateCodec (zlib) and GzipCodec (gzip), both by zlib, and
+SnappyCodec (Hadoop's block framing around raw Snappy, decompressed by cramjam). Others (LZ4,
+Zstandard, BZip2) are refused with an error naming the codec. Reads are bounded: no length is trusted beyond what the file holds, and
 an inflated buffer may not exceed MAX_INFLATED, so a truncated or hostile file gives an
 InputError naming the file and the byte offset, never a hang or a huge allocation.
 
@@ -34,7 +34,8 @@ from beamcrawl.transforms.base.errors import InputError
 from beamcrawl.transforms.storage import fs
 
 __all__ = ['SeqHeader', 'Cursor', 'FormatError', 'read_header', 'read_pairs', 'map_file_data',
-           'ZLIB_CODECS', 'MAX_INFLATED', 'SYNC_ESCAPE', 'file_size', 'inflate']
+           'ZLIB_CODECS', 'SNAPPY_CODEC', 'READ_CODECS', 'MAX_INFLATED', 'SYNC_ESCAPE',
+           'file_size', 'inflate', 'unframe', 'decompressor']
 
 MAGIC = b'SEQ'
 VERSION = 6
@@ -44,6 +45,8 @@ SYNC_ESCAPE = -1
 ZLIB_CODECS = frozenset({
     'org.apache.hadoop.io.compress.DefaultCodec', 'org.apache.hadoop.io.compress.DeflateCodec',
     'org.apache.hadoop.io.compress.GzipCodec'})
+SNAPPY_CODEC = 'org.apache.hadoop.io.compress.SnappyCodec'
+READ_CODECS = ZLIB_CODECS | {SNAPPY_CODEC}
 # The most one compressed buffer (a value, or a block's buffer) may inflate to. Hadoop's blocks
 # hold about 1 MB (io.seqfile.compress.blocksize) and Nutch's pages are capped by
 # http.content.limit (64 KB by default); 256 MB is far above either, and a bound against bombs.
@@ -213,9 +216,9 @@ def _parse_header(data: bytes, path: str) -> SeqHeader:
         sync = c.take(SYNC_SIZE)
     except FormatError as e:
         raise InputError(f'{path}: bad SequenceFile header at byte {e.offset}: {e}') from None
-    if compressed and codec not in ZLIB_CODECS:
+    if compressed and codec not in READ_CODECS:
         raise InputError(f'{path}: compressed with {codec}, which beamcrawl does not read (it '
-                         f'reads {", ".join(sorted(c.rsplit(".", 1)[1] for c in ZLIB_CODECS))}); '
+                         f'reads {", ".join(sorted(c.rsplit(".", 1)[1] for c in READ_CODECS))}); '
                          f'rewrite the crawl with one of those in Nutch (e.g. bin/nutch mergedb '
                          f'with mapreduce.output.fileoutputformat.compress.codec)')
     return SeqHeader(version, key_class, value_class, compressed, block, codec, metadata, sync,
@@ -227,6 +230,46 @@ def read_header(path: str) -> SeqHeader:
     with fs.open_read(path) as f:
         data = f.read(min(_HEADER_MAX, file_size(path)))
     return _parse_header(data, path)
+
+
+def unframe(data: bytes, decompress) -> bytes:
+    """The bytes of a stream of Hadoop's BlockCompressorStream (SnappyCodec): blocks of a 4-byte
+    uncompressed length followed by 4-byte-length-prefixed compressed chunks that decompress
+    (`decompress(chunk)`) to that length together."""
+    c = Cursor(data)
+    out, total = [], 0
+    while c.remaining():
+        at = c.pos
+        want = c.int()
+        if want < 0 or total + want > MAX_INFLATED:
+            raise FormatError(f'a block of {want} bytes (at most {MAX_INFLATED} are read)', at)
+        got = 0
+        while got < want:
+            chunk = c.take(c.int())
+            try:
+                part = decompress(chunk)
+            except Exception as e:  # pylint: disable=broad-except  (the library's own errors)
+                raise FormatError(f'bad compressed data ({e})', at) from None
+            got += len(part)
+            out.append(part)
+        if got != want:
+            raise FormatError(f'a block of {want} bytes decompressed to {got}', at)
+        total += want
+    return b''.join(out)
+
+
+def _snappy():
+    """cramjam's raw Snappy decompressor."""
+    import cramjam
+    return lambda chunk: bytes(cramjam.snappy.decompress_raw(chunk))
+
+
+def decompressor(codec: Optional[str]):
+    """bytes -> bytes for a codec this module reads (the codec's whole stream)."""
+    if codec == SNAPPY_CODEC:
+        raw = _snappy()
+        return lambda data: unframe(data, raw)
+    return inflate
 
 
 def inflate(data: bytes) -> bytes:
@@ -316,6 +359,7 @@ def _sync(s: _Stream, header: SeqHeader) -> None:
 
 
 def _records(s: _Stream, header: SeqHeader) -> Iterator[Tuple[bytes, bytes, int]]:
+    expand = decompressor(header.codec)
     while s.pos < s.size:
         at = s.pos
         length = s.int('record length')
@@ -330,24 +374,25 @@ def _records(s: _Stream, header: SeqHeader) -> Iterator[Tuple[bytes, bytes, int]
         value = s.read(length - key_length, 'value')
         if header.compressed:
             try:
-                value = inflate(value)
+                value = expand(value)
             except FormatError as e:
                 raise InputError(f'{s.path}: corrupt value of the record at byte {at}: '
                                  f'{e}') from None
         yield key, value, at
 
 
-def _buffer(s: _Stream, what: str) -> bytes:
+def _buffer(s: _Stream, what: str, expand) -> bytes:
     at = s.pos
     n = s.vlong(f'{what} length')
     data = s.read(n, what)
     try:
-        return inflate(data)
+        return expand(data)
     except FormatError as e:
         raise InputError(f'{s.path}: corrupt {what} of the block at byte {at}: {e}') from None
 
 
 def _blocks(s: _Stream, header: SeqHeader) -> Iterator[Tuple[bytes, bytes, int]]:
+    expand = decompressor(header.codec)
     while s.pos < s.size:
         at = s.pos
         if s.int('sync escape') != SYNC_ESCAPE:
@@ -356,7 +401,7 @@ def _blocks(s: _Stream, header: SeqHeader) -> Iterator[Tuple[bytes, bytes, int]]
         if s.pos == s.size:         # a writer that closes after a sync
             return
         count = s.vlong('record count')
-        buffers = [Cursor(_buffer(s, what)) for what in
+        buffers = [Cursor(_buffer(s, what, expand)) for what in
                    ('key lengths', 'keys', 'value lengths', 'values')]
         key_lengths, keys, value_lengths, values = buffers
         if count < 0 or count > key_lengths.remaining():
