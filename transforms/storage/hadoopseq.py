@@ -17,9 +17,10 @@ Integers are big-endian (Java's DataOutput). A MapFile is a directory with the S
 
 Codecs read: DefaultCodec and DeflateCodec (zlib) and GzipCodec (gzip), both by zlib, and
 SnappyCodec (Hadoop's block framing around raw Snappy, decompressed by cramjam). Others (LZ4,
-Zstandard, BZip2) are refused with an error naming the codec. Reads are bounded: no length is trusted beyond what the file holds, and
-an inflated buffer may not exceed MAX_INFLATED, so a truncated or hostile file gives an
-InputError naming the file and the byte offset, never a hang or a huge allocation.
+Zstandard, BZip2) are refused with an error naming the codec. Reads are bounded: no length is
+trusted beyond what the file holds, and a decompressed buffer may not exceed MAX_INFLATED, so a
+truncated or hostile file gives an InputError naming the file and the byte offset, never a hang
+or a huge allocation.
 
 Why Python and not a Java helper: docs/import-nutch.md.
 """
