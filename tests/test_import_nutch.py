@@ -668,3 +668,13 @@ def test_import_nutch_stage_on_other_compressions(tmp_path, runner, compression,
     content = read_parts(crawl.part_files(name, 'content'))
     assert [(c['url'], c['content'], c['fetch_time'], c['http_code']) for c in content] == \
         [(u, f'page {i}'.encode(), 500 + i, 200) for i, u in enumerate(urls) if i % 2 == 0]
+
+
+def test_index_search_and_warc_export_run_on_the_imported_crawl(imported, tmp_path):
+    crawl = str(tmp_path / 'crawl')
+    shutil.copytree(imported[0], crawl)
+    assert '11 documents' in run_cli('index', crawl).stdout
+    top = run_cli('search', crawl, 'about us', '--top', '1').stdout
+    assert 'http://www.demo.test/about.html' in top.splitlines()[0]
+    exported = run_cli('warc-export', crawl, str(tmp_path / 'warc')).stdout
+    assert 'exported 12 response records from 2 segments' in exported
