@@ -11,7 +11,6 @@ import sys
 from beamcrawl.pipelines.cli import run_command
 from beamcrawl.transforms.base.errors import UserError
 
-
 _EMPTY_DIRS = ('crawldb', 'linkdb', 'segments')
 
 
