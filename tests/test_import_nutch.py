@@ -678,3 +678,25 @@ def test_index_search_and_warc_export_run_on_the_imported_crawl(imported, tmp_pa
     assert 'http://www.demo.test/about.html' in top.splitlines()[0]
     exported = run_cli('warc-export', crawl, str(tmp_path / 'warc')).stdout
     assert 'exported 12 response records from 2 segments' in exported
+
+
+@pytest.mark.parametrize('order', ['sorted', 'reversed'])
+def test_content_gets_fetch_time_and_code_of_its_crawl_fetch_record(tmp_path, order):
+    """Matched in one pass when both parts are sorted (as Nutch writes them), by a table when
+    they are not; a URL without a crawl_fetch record gets fetch time 0 and no code."""
+    from beamcrawl.transforms.importnutch import nutch_records
+    urls = [f'http://h.test/{c}' for c in 'abcde']
+    fetch = [(sf.text(u), sf.crawl_datum(33, fetch_time=100 + i, metadata=[
+        (sf.t('nutch.protocol.code'), sf.t(str(200 + i)))])) for i, u in enumerate(urls)
+        if u != urls[2]]
+    fetch.insert(1, (sf.text(urls[1]), sf.crawl_datum(67, fetch_time=1)))   # a linked record
+    (tmp_path / 'fetch').write_bytes(sf.sequence_file(fetch))
+    content = [(sf.text(u), sf.content(u, b'x', 'text/plain')) for u in urls]
+    if order == 'reversed':
+        content.reverse()
+    (tmp_path / 'content').write_bytes(sf.sequence_file(
+        content, value_class='org.apache.nutch.protocol.Content'))
+    got = {u: (r['fetch_time'], r['http_code']) for u, r in
+           nutch_records(str(tmp_path / 'content'), 'content', str(tmp_path / 'fetch'))}
+    assert got == {urls[0]: (100, 200), urls[1]: (101, 201), urls[2]: (0, None),
+                   urls[3]: (103, 203), urls[4]: (104, 204)}
