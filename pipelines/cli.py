@@ -58,6 +58,7 @@ COMMANDS = {
     'mergelinkdb': 'beamcrawl.pipelines.mergelinkdb',
     'mergesegs': 'beamcrawl.pipelines.mergesegs',
     'freegen': 'beamcrawl.pipelines.freegen',
+    'import-nutch': 'beamcrawl.pipelines.import_nutch',
 }
 # Commands that only read a crawl directory: they never record its site settings.
 READ_ONLY = frozenset({'readdb', 'readseg', 'readlinkdb', 'readhostdb', 'search', 'config',
@@ -90,7 +91,8 @@ class _Parser(argparse.ArgumentParser):
 
 # Arguments that name local files or directories. They are made absolute before any pipeline
 # is built: a cluster's workers run in another working directory.
-_PATH_ARGS = ('crawl_dir', 'conf', 'seeds', 'dump', 'plot', 'home', 'inputs', 'out', 'urls')
+_PATH_ARGS = ('crawl_dir', 'conf', 'seeds', 'dump', 'plot', 'home', 'inputs', 'out', 'urls',
+              'nutch_dir')
 
 
 def _absolute(value):

@@ -54,13 +54,17 @@ def _list(crawl):
     for name in crawl.segment_names():
         generated = _count(crawl, name, 'crawl_generate')
         fetch_files = _files(crawl, name, 'crawl_fetch')
-        starts, ends, fetched = [], [], 0
+        starts, ends, fetched, times = [], [], 0, []
         for record in iter_records(fetch_files):
             fetched += 1
             meta = record['metadata']
             if 'fetch.start' in meta:
                 starts.append(int(meta['fetch.start']))
                 ends.append(int(meta['fetch.end']))
+            elif record['status'] != 'linked':
+                times.append(record['fetch_time'])
+        if not starts:      # a segment Nutch fetched (import-nutch): its records' fetch times
+            starts = ends = times
         start = format_time(min(starts)) if starts else '?'
         end = format_time(max(ends)) if ends else '?'
         parsed = _count(crawl, name, 'parse_data')

@@ -126,6 +126,11 @@ GENERATE_HOSTS_SKIPPED = 'generate.hostdb.skipped_hosts.'  # + why (policy.hostd
 GENERATE_HOSTS_LIMITED = 'generate.hostdb.max_count_hosts'  # hosts given their own max count
 GENERATE_HOSTS_DELAYED = 'generate.hostdb.delay_hosts'      # hosts given their own fetch delay
 GENERATE_HOSTS_UNDEFINED = 'generate.hostdb.undefined_hosts'  # an expression lacked a value
+# import-nutch
+IMPORT_RECORDS = 'import.records.'              # + the part read (crawldb, linkdb, content...)
+IMPORT_DUPLICATES = 'import.duplicate_urls'     # a database URL met again: the last one kept
+IMPORT_CONTENT_UNMATCHED = 'import.content_without_fetch'  # content with no crawl_fetch record:
+#                                                  fetch time 0, no HTTP code
 
 # what the stages write to the crawl directory's store (docs/scaling.md: objects and bytes)
 STORE_PARTS = 'store.parts_written'             # part files written by the workers

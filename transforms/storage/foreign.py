@@ -73,5 +73,7 @@ def _foreign(found: str, what: str) -> str:
     name = os.path.basename(found.rstrip('/'))
     kind = ("Nutch's (Hadoop) format" if _NUTCH_DB_SIGN.fullmatch(name) or name == '_SUCCESS'
             else "a layout beamcrawl does not write")
+    bring = (' (to bring a Nutch crawl over: beamcrawl import-nutch NUTCH_CRAWL_DIR '
+             'NEW_CRAWL_DIR)' if kind.startswith('Nutch') else '')
     return (f'{found}: {what} is in {kind}, not beamcrawl\'s; beamcrawl neither reads nor '
-            f'changes it: use another crawl directory')
+            f'changes it: use another crawl directory{bring}')
