@@ -5,7 +5,8 @@ beamcrawl schedule-sim [--period-days D] [--steps N] [--schedule CLASS] [--quiet
                        [--plot FILE.png] [--conf FILE] [-D db.fetch.schedule.*=...]
 beamcrawl schedule-sim --population N [--change-model mixed|poisson|periodic] [--seed S]
                        [--days D] [--budget FETCHES_PER_DAY] [--round-hours H]
-                       [--schedules default,adaptive,mime-adaptive,uniform,proportional]
+                       [--schedules default,adaptive,mime-adaptive,optimal,uniform,proportional,
+                                    optimal-known]
                        [--sweep inc_rate=0.1:0.5:0.1,dec_rate=...] [--json] [--plot FILE.png]
 """
 
@@ -40,8 +41,8 @@ def add_arguments(parser):
                      help='hours between two crawl rounds (default 24)')
     lab.add_argument('--schedules', default='default,adaptive',
                      help='comma-separated: default, adaptive, mime-adaptive, optimal (the '
-                          'crawler\'s) '
-                          'and uniform, proportional (references that know the change rates)')
+                          'crawler\'s) and uniform, proportional, optimal-known (references '
+                          'that know the change rates)')
     lab.add_argument('--sweep', metavar='NAME=START:STOP:STEP,...',
                      help='adaptive schedule parameters to try (inc_rate, dec_rate, '
                           'min_interval, max_interval, sync_delta_rate); prints the best')
@@ -109,7 +110,8 @@ def _lab(args, cfg):
         if name in REFERENCE_POLICIES:
             results.append(freshness.simulate_reference(
                 name, population, days=args.days, budget=reference_budget,
-                round_hours=args.round_hours))
+                round_hours=args.round_hours,
+                max_days=cfg['db.fetch.schedule.optimal.max_interval'] / 86400.0))
         else:
             results.append(_crawler(name, cfg, population, args, budget))
     sweep = _sweep(args, cfg, population, budget) if args.sweep else []

@@ -66,7 +66,7 @@ UPDATEDB_OUTCOME = 'updatedb.'                  # + added, updated, unchanged, n
                                                 #   blocked, not_added, dropped
 UPDATEDB_STATUS = 'updatedb.status.'            # + the new record's status
 UPDATEDB_DENIED = 'updatedb.denied_address'     # linked URLs refused by the address policy
-UPDATEDB_RATE_BIN = 'schedule.rate_bin.'         # + bin: pages in it gained or lost (optimal)
+UPDATEDB_RATE_BIN = 'updatedb.rate_bin.'         # + bin: pages in it gained or lost (optimal)
 CRAWLDB_RECORDS = 'crawldb.records'             # records written to the new crawldb
 
 # index and dedup

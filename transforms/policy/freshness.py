@@ -10,10 +10,12 @@ record then comes from updatedb's own `merge_url`, with the configured schedule:
 schedules are not re-implemented here. (`merge_url` gives the same answer for the same inputs,
 so it is called once per distinct input and the answer applied to every page that had it.)
 
-Besides the crawler's schedules, two reference policies know each page's true change rate:
+Besides the crawler's schedules, three reference policies know each page's true change rate:
 `uniform` revisits every page at the same interval, `proportional` at an interval inversely
-proportional to its change rate; both spend the budget (or, without one, what the default
-30-day interval spends).
+proportional to its change rate, and `optimal-known` at the optimal schedule's intervals
+(policy/optimal.py) computed from the true rates instead of estimated ones: what the optimal
+schedule would reach if it knew the rates; all spend the budget (or, without one, what the
+default 30-day interval spends).
 
 Per schedule: average freshness (the share of pages whose stored copy is current, averaged over
 time: within each round, from its fetches to the next round's), average age (days since the
@@ -44,7 +46,7 @@ __all__ = ['CHANGE_MODELS', 'REFERENCE_POLICIES', 'Population', 'make_population
 
 DAY_MS = 86400 * 1000
 CHANGE_MODELS = ('mixed', 'poisson', 'periodic')
-REFERENCE_POLICIES = ('uniform', 'proportional')
+REFERENCE_POLICIES = ('uniform', 'proportional', 'optimal-known')
 _MEDIAN_DAYS, _SIGMA = 10.0, 1.5
 _NEVER_SHARE, _HOURLY_SHARE = 0.2, 0.05
 _T0 = 10 ** 12                       # a canonical "now" (ms) for the merge_url calls
@@ -351,8 +353,9 @@ def simulate_schedule(name: str, rules: UpdateRules, population: Population, *, 
 
 
 def simulate_reference(name: str, population: Population, *, days: int, budget: float,
-                       round_hours: float = 24.0) -> Result:
-    """`uniform` or `proportional` (REFERENCE_POLICIES), spending `budget` fetches a day."""
+                       round_hours: float = 24.0, max_days: float = 90.0) -> Result:
+    """A reference policy (REFERENCE_POLICIES), spending `budget` fetches a day;
+    `optimal-known` revisits within a round and max_days."""
     if name not in REFERENCE_POLICIES:
         raise ValueError(name)
     n = population.size
@@ -361,6 +364,11 @@ def simulate_reference(name: str, population: Population, *, days: int, budget: 
     step = _round_days(round_hours)
     if name == 'uniform':
         period = np.full(n, max(step, n / budget))
+    elif name == 'optimal-known':
+        from beamcrawl.transforms.policy.optimal import optimal_intervals, solve_multiplier
+        mu = solve_multiplier(population.rate, np.ones(n), budget, step, max_days)
+        period = (optimal_intervals(population.rate, mu, step, max_days) if mu is not None
+                  else np.full(n, max_days))
     else:
         total = population.rate.sum()
         frequency = budget * population.rate / total if total else np.zeros(n)
