@@ -42,9 +42,13 @@ COMMANDS = {
     'warc-export': 'beamcrawl.pipelines.warc_export',
     'sitemap': 'beamcrawl.pipelines.sitemap',
     'config': 'beamcrawl.pipelines.config',
+    'webgraph': 'beamcrawl.pipelines.webgraph',
+    'linkrank': 'beamcrawl.pipelines.linkrank',
+    'scoreupdater': 'beamcrawl.pipelines.scoreupdater',
+    'nodedumper': 'beamcrawl.pipelines.nodedumper',
 }
 # Commands that only read a crawl directory: they never record its site settings.
-READ_ONLY = frozenset({'readdb', 'readseg', 'readlinkdb', 'search', 'config'})
+READ_ONLY = frozenset({'readdb', 'readseg', 'readlinkdb', 'search', 'config', 'nodedumper'})
 ALIASES = {'linkdb': 'invertlinks'}
 
 

@@ -17,9 +17,12 @@ from beamcrawl.transforms.storage.fs import join
 from beamcrawl.transforms.storage.indexdir import IndexLayout
 from beamcrawl.transforms.storage.segments import SegmentLayout
 
-__all__ = ['CrawlLayout', 'SITE_CONF']
+__all__ = ['CrawlLayout', 'SITE_CONF', 'OUTLINKS', 'INLINKS', 'NODES', 'WEBGRAPH_PARTS']
 
 SITE_CONF = 'crawl-conf.yaml'
+# The directories of a webgraphdb version (docs/crawl-dir.md, "webgraphdb").
+OUTLINKS, INLINKS, NODES = 'outlinks', 'inlinks', 'nodes'
+WEBGRAPH_PARTS = (OUTLINKS, INLINKS, NODES)
 
 
 class CrawlLayout(SegmentLayout, IndexLayout):
@@ -29,6 +32,8 @@ class CrawlLayout(SegmentLayout, IndexLayout):
         self.root = crawl_dir.rstrip('/') if len(crawl_dir) > 1 else crawl_dir
         self.crawldb = DbLayout(join(self.root, 'crawldb'), 'crawldb')
         self.linkdb = DbLayout(join(self.root, 'linkdb'), 'linkdb')
+        # webgraph's database: a version holds outlinks/, inlinks/ and nodes/ (WEBGRAPH_PARTS)
+        self.webgraphdb = DbLayout(join(self.root, 'webgraphdb'), 'webgraphdb')
         self.segments = join(self.root, 'segments')
         self.tmp = join(self.root, '.tmp')
         self.index = join(self.root, 'index')
