@@ -62,6 +62,10 @@ class RankMapper(Mapper):
                     yield target, (url, share)
 
 
+_LIMIT_KEYS: dict = {}
+_LIMIT_KEYS_MAX = 2_000_000
+
+
 class RankReducer(Reducer):
     """A partition's nodes with their new scores (policy/linkrank.py), and a note of how much
     they changed (`stats_path(index)`, JSON of a Convergence)."""
@@ -72,7 +76,12 @@ class RankReducer(Reducer):
     def reduce(self, index, groups, path, counts):
         params, change = self.params, Convergence()
         domain_of = self.domains.url_domain
-        remembered: dict = {}       # a source's limit keys: it links to several nodes here
+        # A source's limit keys, remembered by the worker process over partitions and
+        # iterations (each iteration has its own copy of this reducer, and of its DomainHelper).
+        remembered = _LIMIT_KEYS.setdefault((params.limit_page, params.limit_domain,
+                                             self.domains.extra_suffixes), {})
+        if len(remembered) > _LIMIT_KEYS_MAX:
+            remembered.clear()
 
         def keys_of(source):
             keys = remembered.get(source)
