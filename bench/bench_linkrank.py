@@ -19,6 +19,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, 'bench'))
 
 from measure import measure  # noqa: E402
+
 from tests.linkgraphs import page, random_graph, write_segment  # noqa: E402
 
 CLI = [sys.executable, '-m', 'beamcrawl.pipelines.cli']

@@ -184,6 +184,21 @@ def test_webgraph_is_incremental_newer_outlinks_replace_older_and_gone_pages_lea
     assert 'webgraph.gone_pages' in out.stderr
 
 
+def test_webgraph_filters_and_normalizes_when_asked(tmp_path):
+    from beamcrawl.transforms.storage.records import PARSE_DATA_SCHEMA, parse_data
+    links = [('http://img.test/pic.gif', 'a picture'), ('HTTP://Other.TEST:80/a/../b', 'b')]
+    for name, options in (('plain', []), ('asked', ['--filter', '--normalize'])):
+        crawl = str(tmp_path / name)
+        layout = CrawlLayout(crawl)
+        segment = write_segment(crawl, {0: [1]}, parts=1)   # its parse_data replaced:
+        write_avro_file(f'{layout.segment_part(segment, "parse_data")}/part-00000.avro',
+                        PARSE_DATA_SCHEMA, [parse_data('http://from.test/', title='',
+                                                       parse_status='success', outlinks=links)])
+        run_cli('webgraph', crawl, *options)
+    assert _outlinks(tmp_path / 'plain') == {'http://from.test/': [u for u, _ in links]}
+    assert _outlinks(tmp_path / 'asked') == {'http://from.test/': ['http://other.test/b']}
+
+
 # --- LinkRank against an independent PageRank --------------------------------------------------
 
 def _linkrank(crawl, graph, iterations, *extra):
