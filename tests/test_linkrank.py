@@ -380,6 +380,33 @@ def test_the_chain_from_the_command_line_changes_what_generate_picks(web, linked
     assert eff.read_text().strip().endswith('=1')
 
 
+def test_linkrank_killed_while_installing_leaves_a_readable_graph(tmp_path):
+    """SIGKILL after the previous version was moved aside, before the new one is in place
+    (install.swapped: observed, not timed): readers fall back to old/, the next linkrank moves
+    it back and installs its own version, with the same scores as an undisturbed run."""
+    import subprocess
+    import sys
+
+    from tests.conftest import cli_env, kill_when
+    crawl = str(tmp_path / 'crawl')
+    graph = random_graph(60, 3, seed=5)
+    write_segment(crawl, graph)
+    run_cli('webgraph', crawl)
+    before = _nodes(crawl)
+    hold = str(tmp_path / 'held')
+    proc = subprocess.Popen(
+        [sys.executable, '-m', 'beamcrawl.pipelines.cli', 'linkrank', crawl], cwd=ROOT,
+        env=cli_env({'BEAMCRAWL_HOLD_AT': 'install.swapped', 'BEAMCRAWL_HOLD_FILE': hold}),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    kill_when(proc, lambda: os.path.exists(hold), 'linkrank reached install.swapped')
+    db = CrawlLayout(crawl).webgraphdb
+    assert not os.path.exists(db.current) and _nodes(crawl) == before     # old/ is read
+    run_cli('linkrank', crawl)
+    scores = {u: n['inlink_score'] for u, n in _nodes(crawl).items()}
+    reference, _ = _linkrank(str(tmp_path / 'reference'), graph, 10)
+    assert scores == reference and set(scores) == set(before)
+
+
 def test_commands_on_a_crawl_without_a_web_graph_give_one_line(tmp_path):
     crawl = str(tmp_path / 'crawl')
     write_segment(crawl, {0: [1]})
