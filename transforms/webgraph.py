@@ -100,7 +100,13 @@ class OutlinksReducer(Reducer):
         self.rules, self.domains = rules, domains
 
     def reduce(self, index, groups, path, counts):
-        domain_of = self.domains.url_domain
+        lookup, known = self.domains.url_domain, {}
+
+        def domain_of(url):        # a target is linked from several pages of the partition
+            domain = known.get(url)
+            if domain is None:
+                domain = known[url] = lookup(url)
+            return domain
         with PartWriter(path, OUTLINKS_SCHEMA) as out:
             for url in sorted(groups):
                 values = groups[url]
