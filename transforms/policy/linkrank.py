@@ -134,10 +134,11 @@ def counted_inlinks(inlinks: Iterable[Tuple[str, float]], params: RankParams,
     """The (source, share) inlinks LinkRank counts for one node: in source URL order, each
     unless a counted one came from the same page or domain (as the params limit; `keys_of`:
     `limit_keys` of a source, perhaps remembered)."""
-    if not (params.limit_page or params.limit_domain):
-        return sorted(inlinks)
+    inlinks = sorted(inlinks)
+    if len(inlinks) < 2 or not (params.limit_page or params.limit_domain):
+        return inlinks
     pages, domains, counted = set(), set(), []
-    for source, share in sorted(inlinks):
+    for source, share in inlinks:
         page, domain = keys_of(source)
         if params.limit_page and page in pages:
             continue
