@@ -68,7 +68,7 @@ _LIMIT_KEYS_MAX = 2_000_000
 
 class RankReducer(Reducer):
     """A partition's nodes with their new scores (policy/linkrank.py), and a note of how much
-    they changed (`stats_path(index)`, JSON of a Convergence)."""
+    they changed (`stats_dir`/part-NNNNN.json: a Convergence as JSON)."""
 
     def __init__(self, params: RankParams, domains: DomainHelper, stats_dir: str):
         self.params, self.domains, self.stats_dir = params, domains, stats_dir
