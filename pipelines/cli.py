@@ -59,11 +59,16 @@ COMMANDS = {
     'mergesegs': 'beamcrawl.pipelines.mergesegs',
     'freegen': 'beamcrawl.pipelines.freegen',
     'import-nutch': 'beamcrawl.pipelines.import_nutch',
+    'webgraph': 'beamcrawl.pipelines.webgraph',
+    'linkrank': 'beamcrawl.pipelines.linkrank',
+    'scoreupdater': 'beamcrawl.pipelines.scoreupdater',
+    'nodedumper': 'beamcrawl.pipelines.nodedumper',
 }
 # Commands that only read a crawl directory: they never record its site settings.
 READ_ONLY = frozenset({'readdb', 'readseg', 'readlinkdb', 'readhostdb', 'search', 'config',
                        'filterchecker', 'normalizerchecker', 'robotsparser', 'parsechecker',
-                       'indexchecker', 'domainstats', 'crawlcomplete', 'protocolstats', 'dump'})
+                       'indexchecker', 'domainstats', 'crawlcomplete', 'protocolstats', 'dump',
+                       'nodedumper'})
 ALIASES = {'linkdb': 'invertlinks'}
 # `beamcrawl --help` lists the commands in groups, as `bin/nutch` does; every command is in one.
 GROUPS = [

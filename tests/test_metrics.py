@@ -44,5 +44,6 @@ def test_declared_names_are_unique_and_namespaced():
              and k != 'NAMESPACE']
     assert len(names) == len(set(names))
     stages = {'inject', 'generate', 'fetch', 'parse', 'updatedb', 'crawldb', 'linkdb', 'index',
-              'dedup', 'sitemap', 'store', 'import', 'merge', 'hostdb'}
+              'dedup', 'sitemap', 'store', 'import', 'merge', 'hostdb', 'webgraph', 'linkrank',
+              'scoreupdater'}
     assert all(n.split('.', 1)[0] in stages for n in names), names

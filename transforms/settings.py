@@ -20,6 +20,7 @@ from beamcrawl.transforms.policy.hostdb import HostDbSettings, HostRules, is_fie
 from beamcrawl.transforms.policy.indexing import IndexRules
 from beamcrawl.transforms.policy.inject import InjectRules
 from beamcrawl.transforms.policy.linkdb import LinkRules
+from beamcrawl.transforms.policy.linkrank import GraphRules, RankParams
 from beamcrawl.transforms.policy.normalize import BasicNormalizer
 from beamcrawl.transforms.policy.outlinks import OutlinkRules
 from beamcrawl.transforms.policy.robots import agent_names
@@ -44,7 +45,8 @@ if TYPE_CHECKING:      # imported where they are built: the fetcher, the parser 
 __all__ = ['url_policy', 'address_policy', 'index_rules', 'inject_rules', 'generate_settings',
            'fetcher_settings',
            'http_settings', 'parse_settings', 'schedule', 'scoring', 'update_rules',
-           'link_rules', 'outlink_rules', 'hostdb_settings', 'host_rules']
+           'link_rules', 'outlink_rules', 'hostdb_settings', 'host_rules', 'domains', 'graph_rules',
+           'rank_params', 'check_settings']
 
 log = logging.getLogger('beamcrawl')
 
@@ -314,6 +316,28 @@ def check_settings(cfg, *, follow_redirects: bool = False) -> 'CheckSettings':
                          update=update_rules(cfg), index=index_rules(cfg),
                          interval_default=cfg['db.fetch.interval.default'],
                          score_injected=cfg['db.score.injected'], follow=follow)
+def domains(cfg) -> DomainHelper:
+    """Registrable domains, with the configured extra suffixes."""
+    return DomainHelper(cfg['domain.extra.suffixes'])
+
+
+def graph_rules(cfg) -> GraphRules:
+    """webgraph's link rules (link.ignore.*, link.delete.gone)."""
+    return GraphRules(ignore_internal_host=cfg['link.ignore.internal.host'],
+                      ignore_internal_domain=cfg['link.ignore.internal.domain'],
+                      limit_page=cfg['link.ignore.limit.page'],
+                      limit_domain=cfg['link.ignore.limit.domain'],
+                      delete_gone=cfg['link.delete.gone'])
+
+
+def rank_params(cfg, nodes: int) -> RankParams:
+    """LinkRank's parameters for a graph of `nodes` nodes (ConfigError for a damping factor
+    outside 0..1)."""
+    with _config_errors():
+        return RankParams.create(damping=cfg['link.analyze.damping.factor'],
+                                 initial=cfg['link.analyze.initial.score'], nodes=nodes,
+                                 limit_page=cfg['link.ignore.limit.page'],
+                                 limit_domain=cfg['link.ignore.limit.domain'])
 
 
 def index_rules(cfg) -> IndexRules:

@@ -131,6 +131,17 @@ IMPORT_RECORDS = 'import.records.'              # + the part read (crawldb, link
 IMPORT_DUPLICATES = 'import.duplicate_urls'     # a database URL met again: the last one kept
 IMPORT_CONTENT_UNMATCHED = 'import.content_without_fetch'  # content with no crawl_fetch record:
 #                                                  fetch time 0, no HTTP code
+# webgraph, linkrank, scoreupdater (docs/link-analysis.md)
+WEBGRAPH_REJECTED = 'webgraph.rejected_sources'  # pages whose URL the normalizers/filters refused
+WEBGRAPH_GONE = 'webgraph.gone_pages'           # pages whose outlinks link.delete.gone removed
+WEBGRAPH_IGNORED = 'webgraph.ignored_links'     # links the link.ignore.* rules dropped
+WEBGRAPH_OUTLINKS = 'webgraph.outlinks'         # links stored
+WEBGRAPH_NODES = 'webgraph.nodes'               # nodes (URLs of the graph)
+LINKRANK_NODES = 'linkrank.nodes'               # node scores written (per iteration)
+LINKRANK_IGNORED = 'linkrank.ignored_inlinks'   # inlinks not counted (same page or domain)
+SCOREUPDATER_SCORED = 'scoreupdater.scored'     # crawldb records given their node's score
+SCOREUPDATER_CLEARED = 'scoreupdater.cleared'   # records not in the graph: clear score
+SCOREUPDATER_NOT_IN_DB = 'scoreupdater.nodes_not_in_crawldb'  # nodes without a record
 
 # what the stages write to the crawl directory's store (docs/scaling.md: objects and bytes)
 STORE_PARTS = 'store.parts_written'             # part files written by the workers

@@ -24,7 +24,7 @@ import gc
 import pickle
 import typing
 import zlib
-from typing import Dict, List, Sequence
+from typing import Dict, List
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -64,7 +64,7 @@ class _MapUnitFn(beam.DoFn):
     def __init__(self, mapper: Mapper, partitions: int, scratch: str):
         self.mapper, self.partitions, self.scratch = mapper, partitions, scratch
 
-    def process(self, unit: Unit):
+    def process(self, unit: Unit, *after):   # after: a side input that only orders the stages
         counts = metrics.BundleCounts()
         n = self.partitions
         buckets: List[list] = [[] for _ in range(n)]
@@ -131,22 +131,38 @@ class MapReduce(beam.PTransform):
     of `partitions` partitions, writing the database version `out` (a DbUpdate:
     part-NNNNN.avro in `out.dir`, spill files in `out.scratch`, which the update removes) and
     recording its partitioning there (the `_partitions` note, written by the driver when the
-    pipeline is built)."""
+    pipeline is built).
 
-    def __init__(self, *, units: Sequence[Unit], mapper: Mapper, reducer: Reducer,
-                 partitions: int, out: DbUpdate):
+    Chained after another stage (the web graph's inlinks after its outlinks, each LinkRank
+    iteration after the one before), the transform takes that stage's PCollection as its input
+    and maps only once every element of it is there (a side input). `units` may then be a
+    function of the list of those elements (the files the stage wrote), applied on a worker."""
+
+    def __init__(self, *, units, mapper: Mapper, reducer: Reducer, partitions: int,
+                 out: DbUpdate):
         super().__init__()
-        self.units, self.mapper, self.reducer = list(units), mapper, reducer
+        self.units = units if callable(units) else list(units)
+        self.mapper, self.reducer = mapper, reducer
         self.partitions, self.out = partitions, out
 
-    def expand(self, pbegin: beam.pvalue.PBegin) -> beam.PCollection[str]:
+    def expand(self, before) -> beam.PCollection[str]:
         self.out.write_note(PARTITIONS_NOTE, str(self.partitions))
-        units = spread(self.units, workers_of(pbegin.pipeline))
-        spills = (pbegin
-                  | 'Units' >> beam.Create(units).with_output_types(typing.Any)
-                  | 'Map' >> beam.ParDo(_MapUnitFn(self.mapper, self.partitions,
-                                                   self.out.scratch)))
-        every = pbegin | 'EveryPartition' >> beam.Create(
+        workers = workers_of(before.pipeline)
+        after = [] if isinstance(before, beam.pvalue.PBegin) else [beam.pvalue.AsList(before)]
+        if callable(self.units):
+            make = self.units
+            units = (before.pipeline
+                     | 'Start' >> beam.Create([None])
+                     | 'MakeUnits' >> beam.FlatMap(lambda _, done: spread(make(done), workers),
+                                                   *after).with_output_types(typing.Any)
+                     | 'Spread' >> beam.Reshuffle())
+            after = []
+        else:
+            units = before.pipeline | 'Units' >> beam.Create(
+                spread(self.units, workers)).with_output_types(typing.Any)
+        spills = units | 'Map' >> beam.ParDo(_MapUnitFn(self.mapper, self.partitions,
+                                                         self.out.scratch), *after)
+        every = before.pipeline | 'EveryPartition' >> beam.Create(
             [(i, None) for i in range(self.partitions)])
         return ((spills, every)
                 | 'All' >> beam.Flatten()

@@ -83,10 +83,12 @@ class DbLayout:
         return Lock(self.lock_path, command, f'another update of the {self.kind}')
 
     @contextlib.contextmanager
-    def update(self, *, keep_backup: bool, command: str) -> Iterator['DbUpdate']:
+    def update(self, *, keep_backup: bool, command: str, parts_in: str = ''
+               ) -> Iterator['DbUpdate']:
         """Holds the lock, recovers a cut-off install, and yields a DbUpdate whose `dir` the new
         version is written into. When the block ends without error the version is installed
-        (unless discarded); otherwise it is removed and the current version stays."""
+        (unless discarded); otherwise it is removed and the current version stays. `parts_in`:
+        the directory of the version that must hold part files (the webgraphdb's nodes/)."""
         with self.lock(command):
             self.recover()
             new = DbUpdate(self.new_version_dir())
@@ -100,7 +102,8 @@ class DbLayout:
             if new.discarded:
                 delete(new.dir)
                 return
-            if not list_files(join(new.dir, PART_GLOB)):
+            if not list_files(join(new.dir, parts_in, PART_GLOB) if parts_in
+                              else join(new.dir, PART_GLOB)):
                 delete(new.dir)
                 raise RuntimeError(f'{new.dir}: the pipeline wrote no part file; not installed')
             if new.renames:
@@ -156,10 +159,14 @@ class DbLayout:
                 return candidate
         return None
 
-    def part_files(self) -> List[str]:
-        """The part files of the readable version (empty list for a new database)."""
+    def part_files(self, under: str = '') -> List[str]:
+        """The part files of the readable version (empty list for a new database); `under`: of
+        that directory of the version (the webgraphdb's outlinks/, inlinks/, nodes/)."""
         directory = self.readable_dir()
-        return list_files(join(directory, PART_GLOB)) if directory else []
+        if not directory:
+            return []
+        return list_files(join(directory, under, PART_GLOB) if under
+                          else join(directory, PART_GLOB))
 
     def new_version_dir(self) -> str:
         """A fresh directory name beside the versions for a version being written."""

@@ -19,9 +19,13 @@ from beamcrawl.transforms.storage.fs import entries, exists, is_local, join
 from beamcrawl.transforms.storage.indexdir import IndexLayout
 from beamcrawl.transforms.storage.segments import SegmentLayout
 
-__all__ = ['CrawlLayout', 'SITE_CONF', 'database_at']
+__all__ = ['CrawlLayout', 'SITE_CONF', 'database_at', 'OUTLINKS', 'INLINKS', 'NODES',
+           'WEBGRAPH_PARTS']
 
 SITE_CONF = 'crawl-conf.yaml'
+# The directories of a webgraphdb version (docs/crawl-dir.md, "webgraphdb").
+OUTLINKS, INLINKS, NODES = 'outlinks', 'inlinks', 'nodes'
+WEBGRAPH_PARTS = (OUTLINKS, INLINKS, NODES)
 
 
 class CrawlLayout(SegmentLayout, IndexLayout):
@@ -32,6 +36,8 @@ class CrawlLayout(SegmentLayout, IndexLayout):
         self.crawldb = DbLayout(join(self.root, 'crawldb'), 'crawldb')
         self.linkdb = DbLayout(join(self.root, 'linkdb'), 'linkdb')
         self.hostdb = DbLayout(join(self.root, 'hostdb'), 'hostdb')
+        # webgraph's database: a version holds outlinks/, inlinks/ and nodes/ (WEBGRAPH_PARTS)
+        self.webgraphdb = DbLayout(join(self.root, 'webgraphdb'), 'webgraphdb')
         self.segments = join(self.root, 'segments')
         self.tmp = join(self.root, '.tmp')
         self.index = join(self.root, 'index')

@@ -11,7 +11,8 @@ from typing import Iterable, List, Mapping, Optional, Tuple
 __all__ = [
     'STATUSES', 'STATUS_CODES', 'DB_STATUSES', 'FETCH_STATUSES', 'PROTOCOL_STATUSES',
     'CRAWL_DATUM_SCHEMA', 'CONTENT_SCHEMA', 'PARSE_TEXT_SCHEMA', 'PARSE_DATA_SCHEMA',
-    'INLINKS_SCHEMA', 'HOST_DATUM_SCHEMA', 'SCHEMAS', 'crawl_datum', 'complete_datum',
+    'INLINKS_SCHEMA', 'HOST_DATUM_SCHEMA', 'OUTLINKS_SCHEMA', 'NODE_SCHEMA', 'SCHEMAS',
+    'crawl_datum', 'complete_datum',
     'content', 'parse_text',
     'parse_data', 'inlinks', 'status_code', 'METADATA_GENERATE_TIME', 'METADATA_FIXED_INTERVAL',
 ]
@@ -129,6 +130,28 @@ HOST_DATUM_SCHEMA = {
         *({'name': name, 'type': 'long'} for name in _HOST_COUNTS),
         {'name': 'crawl_delay', 'type': 'double'},
         {'name': 'metadata', 'type': {'type': 'map', 'values': 'double'}},
+    ],
+}
+
+# The web graph (webgraphdb/, docs/crawl-dir.md): a page's outlinks as its most recent parse
+# gave them (fetch_time: that parse's fetch time, ms), and a node per URL of the graph with its
+# degrees and LinkRank score (0 until linkrank has run). Its inlinks use INLINKS_SCHEMA.
+OUTLINKS_SCHEMA = {
+    'type': 'record', 'name': 'Outlinks', 'namespace': _NS,
+    'fields': [
+        {'name': 'url', 'type': 'string'},
+        {'name': 'fetch_time', 'type': 'long'},
+        {'name': 'outlinks', 'type': {'type': 'array', 'items': _OUTLINK}},
+    ],
+}
+
+NODE_SCHEMA = {
+    'type': 'record', 'name': 'Node', 'namespace': _NS,
+    'fields': [
+        {'name': 'url', 'type': 'string'},
+        {'name': 'num_inlinks', 'type': 'int'},
+        {'name': 'num_outlinks', 'type': 'int'},
+        {'name': 'inlink_score', 'type': 'double', 'default': 0.0},
     ],
 }
 
