@@ -101,6 +101,7 @@ def _host_plan(args, cfg, crawl, now):
     from beamcrawl.transforms.policy.hostdb import host_plan
     from beamcrawl.transforms.storage.databases import DbLayout
     from beamcrawl.transforms.storage.parts import iter_records
+    from beamcrawl.transforms.storage.records import complete_host_datum
     path = cfg['generate.hostdb'].strip()
     if not args.hostdb and not path:
         return None
@@ -108,7 +109,7 @@ def _host_plan(args, cfg, crawl, now):
     hostdb = crawl.hostdb if args.hostdb else DbLayout(path, 'hostdb')
     if hostdb.readable_dir() is None:
         raise UserError(f'{hostdb.current}: no hostdb (run updatehostdb first)')
-    plan = host_plan(iter_records(hostdb.part_files()), rules, now)
+    plan = host_plan(map(complete_host_datum, iter_records(hostdb.part_files())), rules, now)
     skipped = {}
     for why in plan.skip.values():
         skipped[why] = skipped.get(why, 0) + 1

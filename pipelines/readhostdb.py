@@ -13,11 +13,13 @@ import sys
 
 from beamcrawl.pipelines.cli import run_command
 
-# The CSV columns, in order (the metadata map is one JSON column).
+# The CSV columns, in order (the metadata map and the sitemaps list are JSON columns; columns
+# added later come last).
 CSV_COLUMNS = ('host', 'unfetched', 'fetched', 'gone', 'redir_temp', 'redir_perm',
                'not_modified', 'duplicate', 'orphan', 'num_records', 'dns_failures',
                'connection_failures', 'fetch_failures', 'last_check', 'last_success',
-               'last_failure', 'robots_denied', 'crawl_delay', 'homepage_url', 'metadata')
+               'last_failure', 'robots_denied', 'crawl_delay', 'homepage_url', 'metadata',
+               'sitemap_urls', 'sitemap_count', 'sitemaps')
 
 
 def add_arguments(parser):
@@ -34,7 +36,8 @@ def add_arguments(parser):
 def csv_line(datum: dict) -> str:
     out = io.StringIO()
     row = dict(datum, num_records=_num_records(datum),
-               metadata=json.dumps(datum['metadata'], sort_keys=True))
+               metadata=json.dumps(datum['metadata'], sort_keys=True),
+               sitemaps=json.dumps(datum['sitemaps'], ensure_ascii=False))
     csv.writer(out, lineterminator='').writerow([row[c] for c in CSV_COLUMNS])
     return out.getvalue()
 
@@ -51,6 +54,7 @@ def run(args, cfg, now, beam_args):
     from beamcrawl.transforms.storage import fs
     from beamcrawl.transforms.storage.layout import CrawlLayout
     from beamcrawl.transforms.storage.parts import iter_records
+    from beamcrawl.transforms.storage.records import complete_host_datum
     crawl = CrawlLayout(args.crawl_dir)
     expr = None
     if args.expr is not None:
@@ -63,7 +67,7 @@ def run(args, cfg, now, beam_args):
     host = args.get.strip().lower() if args.get else None
     if args.dump and fs.exists(args.dump):
         raise UserError(f'--dump {args.dump}: already exists')
-    kept = (d for d in iter_records(crawl.hostdb.part_files())
+    kept = (d for d in map(complete_host_datum, iter_records(crawl.hostdb.part_files()))
             if (host is None or d['host'] == host)
             and (expr is None or expr.test(expression_env(d, now))))
     if host is not None:

@@ -2,6 +2,7 @@
 generate --hostdb and sitemap --from-hostdb from the command line on the loopback test web."""
 
 import csv
+import dataclasses
 import glob
 import json
 import os
@@ -112,7 +113,7 @@ def test_fold_fetches(start, events, expected):
 # -- host facts --------------------------------------------------------------------------------
 
 SETTINGS = policy.HostDbSettings(numeric_fields=('_rs_',), string_fields=('Content-Type',),
-                                 percentiles=(50, 90), recheck_interval=DAY)
+                                 percentiles=(50, 90), recheck_interval=DAY, sitemaps_max=2)
 
 
 def _rec(status, retries=0, **meta):
@@ -146,6 +147,44 @@ def test_host_facts_count_aggregate_and_merge_alike():
             'pct90._rs_': 300.0, 'Content-Type.text/html': 2.0, 'Content-Type.text/plain': 1.0}
 
 
+S1, S2, S3 = 'http://h/s1.xml', 'http://h/s2.xml', 'http://other/s3.xml'
+
+
+@pytest.mark.parametrize('sitemaps, kept, expected', [
+    ([], 10, (0, 0, [])),                                 # a host no sitemap listed
+    ([None, None], 10, (0, 0, [])),                       # URLs not injected from a sitemap
+    ([S1, None, S1], 10, (2, 1, [S1])),
+    ([S3, S1, S1, S2, S2, S2], 10, (6, 3, [S2, S1, S3])),  # the ones that gave most URLs first
+    ([S3, S1, S1, S2, S2, S2], 2, (6, 3, [S2, S1])),       # hostdb.sitemaps.max: all counted
+    ([S3, S2, S1], 2, (3, 3, [S1, S2])),                   # ties: by URL
+    ([S1, S2], 0, (2, 2, [])),
+    (['', S1], 10, (1, 1, [S1])),                         # an empty value is no sitemap
+])
+def test_host_facts_count_urls_from_sitemaps_and_keep_the_largest(sitemaps, kept, expected):
+    records = [_rec('db_unfetched', **({} if sm is None else {'_sitemap_': sm}))
+               for sm in sitemaps]
+    whole, halves = policy.HostFacts(), [policy.HostFacts(), policy.HostFacts()]
+    for i, record in enumerate(records):
+        whole.add(record, 'http://h', SETTINGS)
+        halves[i % 2].add(record, 'http://h', SETTINGS)
+    for facts in (whole, halves[0].merge(halves[1])):
+        got = facts.sitemap_facts(kept)
+        assert (got['sitemap_urls'], got['sitemap_count'], got['sitemaps']) == expected
+    datum = policy.host_datum('h', None, whole, policy.FetchFold(),
+                              dataclasses.replace(SETTINGS, sitemaps_max=kept))
+    assert (datum['sitemap_urls'], datum['sitemap_count'], datum['sitemaps']) == expected
+    env = policy.expression_env(datum, NOW)
+    assert (env['sitemap_urls'], env['sitemap_count']) == expected[:2]
+
+
+def test_sitemap_facts_are_recounted_not_carried_over():
+    """Like the status counts, the sitemap facts come from the crawldb as it is now: a host whose
+    URLs left the crawldb keeps its record with none."""
+    old = dict(policy.new_datum('h'), sitemap_urls=5, sitemap_count=1, sitemaps=[S1])
+    datum = policy.host_datum('h', old, None, policy.FetchFold(), SETTINGS)
+    assert (datum['sitemap_urls'], datum['sitemap_count'], datum['sitemaps']) == (0, 0, [])
+
+
 @pytest.mark.parametrize('hist, p, expected', [
     ({1.0: 1}, 99, 1.0),
     ({1.0: 1, 2.0: 1, 3.0: 1, 4.0: 1}, 50, 2.0),
@@ -170,7 +209,7 @@ def test_host_datum_carries_failures_and_dns_over_and_counts_anew():
 # -- resolution --------------------------------------------------------------------------------
 
 def _checks(**flags):
-    return policy.HostDbSettings((), (), (), recheck_interval=DAY, **flags)
+    return policy.HostDbSettings((), (), (), recheck_interval=DAY, sitemaps_max=10, **flags)
 
 
 @pytest.mark.parametrize('dns, last_check, now, flags, expected', [
@@ -415,6 +454,67 @@ def test_sitemap_from_hostdb_reads_the_sitemaps_of_its_hosts(hostdb_web, tmp_pat
     proc = run_cli('sitemap', crawl, '--from-hostdb', '--now', str(NOW), *_conf(hostdb_web))
     assert 'http://maps-hdb.test/from-sitemap' in read_db(crawl)
     assert '1 sitemaps read' in proc.stdout
+
+
+def test_the_hostdb_says_which_sitemaps_gave_a_hosts_urls(hostdb_web, tmp_path):
+    """sitemap --from-robots injects maps-hdb.test/from-sitemap with the sitemap it came from;
+    the mark survives a crawl round, and updatehostdb counts it for that host only."""
+    crawl = str(tmp_path / 'crawl')
+    seeds = write_seeds(tmp_path / 'seeds', ['http://maps-hdb.test/', 'http://b.test/'])
+    conf = _conf(hostdb_web)
+    run_cli('inject', crawl, seeds, '--now', str(NOW), *conf)
+    run_cli('sitemap', crawl, '--from-robots', '--now', str(NOW), *conf)
+    sitemap = 'http://maps-hdb.test/maps/s.xml'
+    marked = {u: r['metadata'].get('_sitemap_') for u, r in read_db(crawl).items()}
+    assert marked == {'http://maps-hdb.test/': None, 'http://b.test/': None,
+                      'http://maps-hdb.test/from-sitemap': sitemap}
+    run_cli('crawl', crawl, '--rounds', '1', '--hostdb-update', '--now', str(NOW), *conf)
+    fetched = read_db(crawl)['http://maps-hdb.test/from-sitemap']
+    assert (fetched['status'], fetched['metadata']['_sitemap_']) == ('db_fetched', sitemap)
+    maps, b = _get(crawl, 'maps-hdb.test'), _get(crawl, 'b.test')
+    assert (maps['fetched'], maps['sitemap_urls'], maps['sitemap_count'], maps['sitemaps']) == \
+        (2, 1, 1, [sitemap])
+    assert (b['fetched'], b['sitemap_urls'], b['sitemap_count'], b['sitemaps']) == (1, 0, 0, [])
+    listed = run_cli('readhostdb', crawl, '--hostnames', '--expr', 'sitemap_urls > 0').stdout
+    assert listed.split() == ['maps-hdb.test']
+    run_cli('readhostdb', crawl, '--dump', str(tmp_path / 'dump'), '--format', 'csv')
+    with open(tmp_path / 'dump' / 'part-00000.csv', encoding='utf-8') as f:
+        rows = {r['host']: r for r in csv.DictReader(f)}
+    assert (rows['maps-hdb.test']['sitemap_count'], json.loads(rows['maps-hdb.test']['sitemaps']),
+            json.loads(rows['b.test']['sitemaps'])) == ('1', [sitemap], [])
+
+
+def test_a_hostdb_written_before_the_sitemap_fields_still_reads(hostdb_web, tmp_path):
+    """A hostdb part written with the HostDatum schema of before (no sitemap fields): readhostdb,
+    --expr, generate --hostdb and updatehostdb read it with the fields' defaults."""
+    from beamcrawl.transforms.storage.layout import CrawlLayout
+    from beamcrawl.transforms.storage.partwriter import write_avro_file
+    from beamcrawl.transforms.storage.records import HOST_DATUM_SCHEMA
+    crawl = str(tmp_path / 'crawl')
+    conf = _conf(hostdb_web)
+    run_cli('inject', crawl, write_seeds(tmp_path / 'seeds', ['http://b.test/']), '--now',
+            str(NOW), *conf)
+    run_cli('updatehostdb', crawl, '--now', str(NOW), *conf)
+    new_fields = ('sitemap_urls', 'sitemap_count', 'sitemaps')
+    old_schema = dict(HOST_DATUM_SCHEMA, fields=[f for f in HOST_DATUM_SCHEMA['fields']
+                                                 if f['name'] not in new_fields])
+    (part,) = CrawlLayout(crawl).hostdb.part_files()
+    datums = read_parts([part])
+    write_avro_file(part, old_schema, [{k: v for k, v in d.items() if k not in new_fields}
+                                       for d in datums])
+    assert not set(new_fields) & set(read_parts([part])[0])       # really the old shape
+    assert {k: _get(crawl, 'b.test')[k] for k in new_fields} == \
+        {'sitemap_urls': 0, 'sitemap_count': 0, 'sitemaps': []}
+    assert run_cli('readhostdb', crawl, '--hostnames', '--expr',
+                   'sitemap_count == 0 and unfetched == 1').stdout.split() == ['b.test']
+    made = run_cli('generate', crawl, '--hostdb', '--now', str(NOW), '-D',
+                   'generate.max.count.expr=sitemap_urls + 5', *conf)
+    assert logged_counters(made.stderr)['generate.hostdb.max_count_hosts'] == 1
+    assert [r['url'] for r in read_parts(glob.glob(made.stdout.split()[0] +
+                                                   '/crawl_generate/*.avro'))] == ['http://b.test/']
+    run_cli('updatehostdb', crawl, '--now', str(NOW), *conf)      # the old version as input
+    (datum,) = read_parts(CrawlLayout(crawl).hostdb.part_files())
+    assert (datum['host'], datum['unfetched'], datum['sitemaps']) == ('b.test', 1, [])
 
 
 def test_resolution_is_optional_bounded_and_counted(tmp_path):

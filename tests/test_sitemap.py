@@ -143,6 +143,16 @@ def test_sitemap_from_robots_injects_every_kind_with_intervals_and_scores(sitema
         'Mon, 02 Nov 2026 10:00:00 GMT')
     assert db['http://cross.test/p1']['score'] == pytest.approx(0.7)
     assert db['http://sm.test/']['score'] == pytest.approx(1.0)           # seeds untouched
+    # each URL names the sitemap that listed it (an index's child, a robots.txt's cross
+    # submission, the default /sitemap.xml); the seeds name none
+    assert {u: r['metadata'].get('_sitemap_') for u, r in db.items()
+            if u in ('http://sm.test/daily', 'http://sm.test/deep', 'http://sm.test/t1',
+                     'http://cross.test/p1', 'http://nosm.test/found', 'http://sm.test/')} == {
+        'http://sm.test/daily': 'http://sm.test/maps/a.xml',
+        'http://sm.test/deep': 'http://sm.test/maps/deep.xml',
+        'http://sm.test/t1': 'http://sm.test/maps/urls.txt',
+        'http://cross.test/p1': 'http://maps.test/cross/c.xml',
+        'http://nosm.test/found': 'http://nosm.test/sitemap.xml', 'http://sm.test/': None}
     out = proc.stdout + proc.stderr
     assert 'sitemap.kind.urlset' in out and 'sitemap.malformed' in out
     assert 'sitemap: 14 injected, 14 new' in proc.stdout
@@ -164,14 +174,26 @@ def test_sitemap_urls_keep_to_their_scope_and_existing_records(sitemap_web, web,
     ok = db['http://sm2.test/dir/ok']
     assert (ok['fetch_interval'], ok['score'], ok['modified_time']) == (
         3600, pytest.approx(0.3), parse_lastmod('2026-10-01T10:00:00Z'))
+    assert ok['metadata']['_sitemap_'] == 'http://sm2.test/dir/sitemap.xml'
     # the existing record keeps its values unless sitemap.url.overwrite.existing
     assert db['http://sm.test/plain']['score'] == pytest.approx(1.0)
+    assert '_sitemap_' not in db['http://sm.test/plain']['metadata']
     run_cli('sitemap', crawl, 'http://sm2.test/dir/sitemap.xml', '--now', NOW,
             *_conf(web, '-D', 'sitemap.url.overwrite.existing=true',
                    '-D', 'sitemap.strict.parsing=false'))
     db = read_db(crawl)
     assert db['http://sm.test/plain']['score'] == pytest.approx(0.2)
+    assert db['http://sm.test/plain']['metadata']['_sitemap_'] == \
+        'http://sm2.test/dir/sitemap.xml'
     assert 'http://sm2.test/up' in db
+    # a later plain inject --update keeps the mark; --overwrite replaces the record, mark too
+    seeds = write_seeds(tmp_path / 'again', ['http://sm.test/plain\tnutch.score=0.4'])
+    run_cli('inject', crawl, seeds, '--update', '--now', NOW, *_conf(web))
+    plain = read_db(crawl)['http://sm.test/plain']
+    assert (plain['score'], plain['metadata']['_sitemap_']) == (
+        pytest.approx(0.4), 'http://sm2.test/dir/sitemap.xml')
+    run_cli('inject', crawl, seeds, '--overwrite', '--now', NOW, *_conf(web))
+    assert '_sitemap_' not in read_db(crawl)['http://sm.test/plain']['metadata']
 
 
 @pytest.mark.parametrize('args,message', [

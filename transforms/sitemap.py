@@ -36,9 +36,9 @@ import apache_beam as beam
 from beamcrawl.transforms.base import metrics
 from beamcrawl.transforms.fetcher import Fetcher, FetcherSettings, HttpSettings
 from beamcrawl.transforms.fetcher.journal.paths import SOURCE_KEY
-from beamcrawl.transforms.policy.sitemaps import (DEFAULT_PRIORITY, SitemapEntry, SitemapSettings,
-                                                  fetch_interval, parse_sitemap, site_scope,
-                                                  sitemap_host)
+from beamcrawl.transforms.policy.sitemaps import (DEFAULT_PRIORITY, SITEMAP_KEY, SitemapEntry,
+                                                  SitemapSettings, fetch_interval, parse_sitemap,
+                                                  site_scope, sitemap_host)
 from beamcrawl.transforms.policy.urlparts import MalformedUrl
 from beamcrawl.transforms.policy.urls import UrlPolicy
 from beamcrawl.transforms.runners.interrupts import INTERRUPTED
@@ -79,7 +79,8 @@ _REFUSED = {'over_count': (metrics.SITEMAP_OVER_COUNT, None),
 
 
 class SitemapCollector:
-    """One run: `run(urls, sites)` → {URL: SitemapEntry} (the first sitemap naming a URL wins);
+    """One run: `run(urls, sites)` → {URL: SitemapEntry} (the first sitemap naming a URL wins,
+and is the entry's `sitemap`);
     `counts` holds the counter increments. `interrupted`: set when the run must stop."""
 
     def __init__(self, settings: SitemapSettings, fetcher: FetcherSettings, http: HttpSettings,
@@ -249,7 +250,7 @@ class SitemapCollector:
             if entry.url in self.entries:
                 self._count(metrics.SITEMAP_DUPLICATE)
             else:
-                self.entries[entry.url] = entry
+                self.entries[entry.url] = dataclasses.replace(entry, sitemap=url)
                 self._count(metrics.SITEMAP_URLS)
         same_site = site_scope(url)
         for child in parsed.sitemaps:
@@ -259,13 +260,16 @@ class SitemapCollector:
 
 
 def seed_line(entry: SitemapEntry, settings: SitemapSettings) -> str:
-    """A seed file line (transforms/policy/inject.py) carrying the entry's crawldb values."""
+    """A seed file line (transforms/policy/inject.py) carrying the entry's crawldb values and,
+as metadata, the sitemap that listed it (SITEMAP_KEY)."""
     score = entry.priority if entry.priority is not None else DEFAULT_PRIORITY
     interval = fetch_interval(entry.changefreq, settings.interval_default,
                               settings.interval_min, settings.interval_max)
     fields = [entry.url, f'nutch.score={score!r}', f'nutch.fetchInterval={interval}']
     if entry.lastmod_ms is not None and entry.lastmod_ms > 0:
         fields.append(f'modified_time={entry.lastmod_ms}')
+    if entry.sitemap and not any(c.isspace() for c in entry.sitemap):   # one seed-line token
+        fields.append(f'{SITEMAP_KEY}={entry.sitemap}')
     return '\t'.join(fields)
 
 

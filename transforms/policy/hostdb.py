@@ -2,8 +2,9 @@
 Generator's use of it). Pure, no Beam; docs/hostdb.md.
 
 * `HostFacts`: what the crawldb says about one host (URL counts by status, URLs with retries,
-  robots denials, the politeness delay, numeric and string metadata aggregates), built one
-  record at a time and merged (a combiner's accumulator).
+  robots denials, the politeness delay, URLs injected from sitemaps and those sitemaps, numeric
+  and string metadata aggregates), built one record at a time and merged (a combiner's
+  accumulator).
 * `fetch_outcome` and `fold_fetches`: the fetch attempts of new segments, in time order, give
   the failures in a row, the last success and the last failure.
 * `host_datum`: the new HostDatum from the old one, the facts and the fetches.
@@ -18,6 +19,7 @@ import re
 from typing import Dict, Iterable, Optional, Sequence, Tuple
 
 from beamcrawl.transforms.policy.expressions import Expression
+from beamcrawl.transforms.policy.sitemaps import SITEMAP_KEY
 
 __all__ = ['HostDbSettings', 'HostFacts', 'fetch_outcome', 'fold_fetches', 'FetchFold',
            'host_datum', 'new_datum', 'should_check', 'resolved', 'expression_env',
@@ -52,6 +54,7 @@ class HostDbSettings:
     string_fields: Tuple[str, ...]     # hostdb.string.fields
     percentiles: Tuple[int, ...]       # hostdb.percentiles
     recheck_interval: int              # hostdb.recheck.interval, ms
+    sitemaps_max: int                  # hostdb.sitemaps.max: sitemap URLs kept per host
     check_new: bool = False
     check_known: bool = False
     check_failed: bool = False
@@ -81,7 +84,8 @@ def _bucket(value: float) -> float:
 class HostFacts:
     """The crawldb's facts about one host (an accumulator: add records, merge partials)."""
 
-    __slots__ = ('counts', 'retried', 'robots_denied', 'delay', 'sites', 'numeric', 'strings')
+    __slots__ = ('counts', 'retried', 'robots_denied', 'delay', 'sites', 'numeric', 'strings',
+                 'sitemaps')
 
     def __init__(self):
         self.counts: Dict[str, int] = {}
@@ -92,6 +96,8 @@ class HostFacts:
         # numeric field → [count, sum, min, max, {bucket: count}]
         self.numeric: Dict[str, list] = {}
         self.strings: Dict[str, int] = {}  # 'field.value' → URLs
+        # sitemap → URLs injected from it (SITEMAP_KEY): one entry per sitemap, not per URL
+        self.sitemaps: Dict[str, int] = {}
 
     def add(self, record: dict, site: str, settings: HostDbSettings) -> 'HostFacts':
         status = record['status']
@@ -104,6 +110,9 @@ class HostFacts:
         meta = record['metadata']
         if meta.get('_pst_') == 'robots_denied':
             self.robots_denied += 1
+        sitemap = meta.get(SITEMAP_KEY)
+        if sitemap:
+            self.sitemaps[sitemap] = self.sitemaps.get(sitemap, 0) + 1
         delay = _metadata_number(meta.get('fetch.delay'))
         end = _metadata_number(meta.get('fetch.end'))
         if delay is not None and end is not None and (int(end), delay) > self.delay:
@@ -140,6 +149,8 @@ class HostFacts:
             self.sites[key] = self.sites.get(key, 0) + n
         for key, n in other.strings.items():
             self.strings[key] = self.strings.get(key, 0) + n
+        for key, n in other.sitemaps.items():
+            self.sitemaps[key] = self.sitemaps.get(key, 0) + n
         for name, agg in other.numeric.items():
             mine = self.numeric.get(name)
             if mine is None:
@@ -159,6 +170,14 @@ class HostFacts:
             return ''
         site = min(self.sites.items(), key=lambda kv: (-kv[1], kv[0]))[0]
         return site + '/'
+
+    def sitemap_facts(self, kept: int) -> Dict[str, object]:
+        """sitemap_urls (URLs injected from a sitemap), sitemap_count (the distinct sitemaps
+        they came from) and sitemaps: at most `kept` of those, the ones that gave the most URLs
+        first (ties: by URL)."""
+        ranked = sorted(self.sitemaps.items(), key=lambda kv: (-kv[1], kv[0]))
+        return {'sitemap_urls': sum(self.sitemaps.values()), 'sitemap_count': len(ranked),
+                'sitemaps': [url for url, _ in ranked[:max(0, kept)]]}
 
     def metadata(self, percentiles: Sequence[int]) -> Dict[str, float]:
         """Nutch's aggregate names: avg./min./max./pctN.<field>, and <field>.<value> counts."""
@@ -227,7 +246,7 @@ def new_datum(host: str) -> dict:
     return {'host': host, 'homepage_url': '', **{f: 0 for f in COUNT_FIELDS},
             'connection_failures': 0, 'fetch_failures': 0, 'dns_failures': 0, 'last_check': 0,
             'last_success': 0, 'last_failure': 0, 'robots_denied': 0, 'crawl_delay': -1.0,
-            'metadata': {}}
+            'metadata': {}, 'sitemap_urls': 0, 'sitemap_count': 0, 'sitemaps': []}
 
 
 def host_datum(host: str, old: Optional[dict], facts: Optional[HostFacts],
@@ -244,7 +263,8 @@ def host_datum(host: str, old: Optional[dict], facts: Optional[HostFacts],
     if facts is not None:
         datum.update(facts.counts)
         datum.update(connection_failures=facts.retried, robots_denied=facts.robots_denied,
-                     metadata=facts.metadata(settings.percentiles))
+                     metadata=facts.metadata(settings.percentiles),
+                     **facts.sitemap_facts(settings.sitemaps_max))
         datum['homepage_url'] = facts.homepage() or datum['homepage_url']
         if facts.delay[1] >= 0:
             datum['crawl_delay'] = facts.delay[1]
@@ -297,7 +317,8 @@ _NUTCH_NAMES = {'unfetched': 'unfetched', 'fetched': 'fetched', 'gone': 'gone',
                 'notModified': 'not_modified', 'dnsFailures': 'dns_failures',
                 'connectionFailures': 'connection_failures'}
 _FIELDS = (*COUNT_FIELDS, 'connection_failures', 'fetch_failures', 'dns_failures', 'last_check',
-           'last_success', 'last_failure', 'robots_denied', 'crawl_delay')
+           'last_success', 'last_failure', 'robots_denied', 'crawl_delay', 'sitemap_urls',
+           'sitemap_count')
 _DERIVED = ('num_records', 'numRecords', 'ok', 'redirs', 'now')
 _KNOWN = frozenset((*_FIELDS, *_NUTCH_NAMES, *_DERIVED))
 

@@ -14,7 +14,8 @@ site's robots.txt names it, for every URL of that site. URLs out of scope are dr
 
 `fetch_interval(changefreq, ...)` and `SitemapEntry` give the crawldb values: changefreq → fetch
 interval (Nutch's table, bounded by the schedule's limits), lastmod → modified time, priority →
-score (the protocol's default 0.5 when absent).
+score (the protocol's default 0.5 when absent), and the sitemap that listed the URL →
+SITEMAP_KEY in its metadata (the hostdb counts them per host).
 
 `SitemapBounds` says how much one run may fetch, per run and per host (sitemap.count.max,
 sitemap.host.count.max, sitemap.host.time.max, sitemap.time.max): `refuse_count` when a sitemap
@@ -34,12 +35,15 @@ from lxml import etree
 
 __all__ = ['SitemapLimits', 'SitemapBounds', 'SitemapSettings', 'SitemapEntry', 'ParsedSitemap',
            'parse_sitemap', 'sitemap_scope', 'site_scope', 'sitemap_host', 'in_scope',
-           'fetch_interval', 'parse_lastmod', 'CHANGEFREQ_SECONDS', 'DEFAULT_PRIORITY']
+           'fetch_interval', 'parse_lastmod', 'CHANGEFREQ_SECONDS', 'DEFAULT_PRIORITY',
+           'SITEMAP_KEY']
 
 # Nutch's SitemapProcessor table (seconds); "never" is the largest interval an int holds.
 CHANGEFREQ_SECONDS = {'always': 1, 'hourly': 3600, 'daily': 86400, 'weekly': 604800,
                       'monthly': 2592000, 'yearly': 31536000, 'never': 2 ** 31 - 1}
 DEFAULT_PRIORITY = 0.5                 # the sitemaps protocol's default priority
+# The crawldb metadata key naming the sitemap a URL was injected from (not a Nutch key).
+SITEMAP_KEY = '_sitemap_'
 _GZIP_MAGIC = b'\x1f\x8b'
 
 
@@ -98,6 +102,7 @@ class SitemapEntry:
     lastmod_ms: Optional[int] = None
     changefreq: Optional[str] = None
     priority: Optional[float] = None
+    sitemap: str = ''     # the sitemap that listed it, where it was read (set by the collector)
 
 
 @dataclasses.dataclass

@@ -12,7 +12,7 @@ __all__ = [
     'STATUSES', 'STATUS_CODES', 'DB_STATUSES', 'FETCH_STATUSES', 'PROTOCOL_STATUSES',
     'CRAWL_DATUM_SCHEMA', 'CONTENT_SCHEMA', 'PARSE_TEXT_SCHEMA', 'PARSE_DATA_SCHEMA',
     'INLINKS_SCHEMA', 'HOST_DATUM_SCHEMA', 'OUTLINKS_SCHEMA', 'NODE_SCHEMA', 'SCHEMAS',
-    'crawl_datum', 'complete_datum',
+    'crawl_datum', 'complete_datum', 'complete_host_datum',
     'content', 'parse_text',
     'parse_data', 'inlinks', 'status_code', 'METADATA_GENERATE_TIME', 'METADATA_FIXED_INTERVAL',
 ]
@@ -130,6 +130,11 @@ HOST_DATUM_SCHEMA = {
         *({'name': name, 'type': 'long'} for name in _HOST_COUNTS),
         {'name': 'crawl_delay', 'type': 'double'},
         {'name': 'metadata', 'type': {'type': 'map', 'values': 'double'}},
+        # Added after the first hostdbs, with defaults (complete_host_datum): its crawldb URLs
+        # injected from a sitemap, the distinct sitemaps they came from, and some of those.
+        {'name': 'sitemap_urls', 'type': 'long', 'default': 0},
+        {'name': 'sitemap_count', 'type': 'long', 'default': 0},
+        {'name': 'sitemaps', 'type': {'type': 'array', 'items': 'string'}, 'default': []},
     ],
 }
 
@@ -204,6 +209,21 @@ def complete_datum(record: Mapping) -> dict:
             out[name] = dict(default) if isinstance(default, dict) else default
     if out['metadata'] is None:
         out['metadata'] = {}
+    return out
+
+
+_HOST_DEFAULTS = {f['name']: f['default'] for f in HOST_DATUM_SCHEMA['fields'] if 'default' in f}
+
+
+def complete_host_datum(record: Mapping) -> dict:
+    """A HostDatum read from a hostdb written before some fields existed, with their defaults
+    (the record itself when nothing is missing)."""
+    if all(name in record for name in _HOST_DEFAULTS):
+        return record
+    out = dict(record)
+    for name, default in _HOST_DEFAULTS.items():
+        if name not in out:
+            out[name] = list(default) if isinstance(default, list) else default
     return out
 
 
