@@ -52,11 +52,13 @@ COMMANDS = {
     'protocolstats': 'beamcrawl.pipelines.protocolstats',
     'clean': 'beamcrawl.pipelines.clean',
     'dump': 'beamcrawl.pipelines.dump',
+    'report': 'beamcrawl.pipelines.report',
 }
 # Commands that only read a crawl directory: they never record its site settings.
 READ_ONLY = frozenset({'readdb', 'readseg', 'readlinkdb', 'search', 'config', 'filterchecker',
                        'normalizerchecker', 'robotsparser', 'parsechecker', 'indexchecker',
                        'domainstats', 'crawlcomplete', 'protocolstats', 'dump'})
+READ_ONLY = READ_ONLY | {'report'}
 ALIASES = {'linkdb': 'invertlinks'}
 # `beamcrawl --help` lists the commands in groups, as `bin/nutch` does; every command is in one.
 GROUPS = [
@@ -71,6 +73,7 @@ GROUPS = [
                                 'import-nutch', 'warc-export']),
     ('link analysis', ['webgraph', 'linkrank', 'scoreupdater', 'nodedumper']),
     ('scheduling', ['schedule-sim']),
+    ('reports', ['report']),
     ('clusters and stores', ['flink', 'hdfs', 's3']),
 ]
 
