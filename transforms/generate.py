@@ -26,6 +26,7 @@ from beamcrawl.transforms.policy.generate import GenerateSettings, assign_segmen
 from beamcrawl.transforms.policy.partition import QUEUE_MODES, partition, scatter_key
 from beamcrawl.transforms.policy.urlparts import scheme_host
 from beamcrawl.transforms.policy.urls import UrlPolicy
+from beamcrawl.transforms.runners import progress
 from beamcrawl.transforms.storage import container, fs, segments
 from beamcrawl.transforms.storage.databases import DbLayout, DbUpdate
 from beamcrawl.transforms.storage.parts import ReadCrawlDb, Record, WriteParts
@@ -67,7 +68,9 @@ class _SelectFn(metrics.CountingDoFn):
     Counts are summed locally and added to the Beam counters once per bundle.
     """
 
-    def __init__(self, *, settings, policy, now, count_mode, filter_urls, keep, per_host):
+    def __init__(self, *, settings, policy, now, count_mode, filter_urls, keep, per_host,
+                 done: progress.Reporter):
+        self.done = done
         self.settings = settings
         self.policy = policy
         self.now = now
@@ -92,6 +95,7 @@ class _SelectFn(metrics.CountingDoFn):
             selected = select(record, raw) if raw_ok else select(complete_datum(record))
             if selected is not None:
                 yield selected
+        self.done.add(item.records)
 
     def _select(self, record, raw=None):
         """(1, marked record) when keep is None and the record is due; else None (a due record
@@ -263,7 +267,9 @@ class SelectForFetch(beam.PTransform):
             keep = self.top_n * self.max_segments
         select = _SelectFn(settings=self.settings, policy=self.policy, now=self.now,
                            count_mode=self.count_mode, filter_urls=self.filter_urls,
-                           keep=keep, per_host=per_host)
+                           keep=keep, per_host=per_host,
+                           done=progress.stage(crawldb.pipeline, 'select', self.weight,
+                                               'records'))
         if keep is None:
             return crawldb | 'Select' >> beam.ParDo(select)
         groups = (crawldb

@@ -21,6 +21,7 @@ from beamcrawl.transforms.crawlstats import CountKeys
 from beamcrawl.transforms.policy import report as policy
 from beamcrawl.transforms.policy.politeness import audit_queue
 from beamcrawl.transforms.readdb import CrawlDbStats
+from beamcrawl.transforms.runners import progress
 from beamcrawl.transforms.runners.runtime import make_pipeline, run_pipeline
 from beamcrawl.transforms.storage import fs
 from beamcrawl.transforms.storage.layout import CrawlLayout
@@ -114,6 +115,23 @@ def _discovered(item, segments: Sequence[str]):
         yield ('discovered', round_, status)
 
 
+class _CountFn(beam.DoFn):
+    """Reports the records it sees to a progress Reporter (emits nothing)."""
+
+    def __init__(self, done: progress.Reporter):
+        self.done = done
+
+    def start_bundle(self):
+        self._ticker = progress.Ticker(self.done)
+
+    def process(self, record):
+        self._ticker.tick()
+        return ()
+
+    def finish_bundle(self):
+        self._ticker.flush()
+
+
 def _change(item):
     (segment, _), grouped = item
     generated = grouped['generate'][0] if grouped['generate'] else None
@@ -141,6 +159,7 @@ class ReportData(beam.PTransform):
         self.crawl, self.segments = crawl, list(segments)
         self.quantiles, self.domains = quantiles, domains
         self.top, self.tolerance_ms = top, tolerance_ms
+        self.records = count_records(crawl.crawldb.part_files())
         self.parts = {part: [(s, f) for s in self.segments if crawl.has_part(s, part)
                              for f in crawl.part_files(s, part)]
                       for part in ('crawl_generate', 'crawl_fetch', 'crawl_parse', 'content')}
@@ -156,6 +175,8 @@ class ReportData(beam.PTransform):
     def expand(self, pbegin):
         top, out = self.top, []
         db = pbegin | 'ReadCrawlDb' >> ReadCrawlDb(self.crawl.crawldb)
+        _ = db | 'Progress' >> beam.ParDo(_CountFn(progress.stage(
+            pbegin.pipeline, 'crawldb', self.records, 'records')))
         out.append(db | 'Stats' >> CrawlDbStats(self.quantiles)
                    | 'StatsRow' >> beam.Map(lambda s: ['crawldb_stats', None, s]))
         out.append(db | 'Hist' >> CountKeys(policy.crawldb_keys)
@@ -301,11 +322,9 @@ def collect_report(crawl_dir: str, cfg, beam_args: Sequence[str], *, domains, to
     if crawl.crawldb.readable_dir() is None:
         raise UserError(f'{crawl.crawldb.current}: no crawldb (run inject first)')
     segments = crawl.segment_names()
-    records = count_records(crawl.crawldb.part_files())
-    p = make_pipeline(beam_args, cfg, records)
     data = ReportData(crawl, segments, quantiles=cfg['db.stats.score.quantiles'],
-                      domains=domains, top=top,
-                      tolerance_ms=tolerance_ms)
+                      domains=domains, top=top, tolerance_ms=tolerance_ms)
+    p = make_pipeline(beam_args, cfg, data.records)
     rows: List[Any] = [['part_records', [s, part], count_records(crawl.part_files(s, part))]
                        for s in segments for part in ('crawl_generate', 'crawl_fetch',
                                                       'parse_data')

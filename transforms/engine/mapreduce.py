@@ -32,6 +32,7 @@ from apache_beam.io.filesystems import FileSystems
 from beamcrawl.transforms.base import metrics
 from beamcrawl.transforms.engine.reducers import Mapper, Reducer
 from beamcrawl.transforms.engine.units import Unit, spread
+from beamcrawl.transforms.runners import progress
 from beamcrawl.transforms.runners.runtime import workers_of
 from beamcrawl.transforms.storage import fs
 from beamcrawl.transforms.storage.databases import PARTITIONS_NOTE, DbUpdate
@@ -61,8 +62,10 @@ class _NoGC:
 
 
 class _MapUnitFn(beam.DoFn):
-    def __init__(self, mapper: Mapper, partitions: int, scratch: str):
+    def __init__(self, mapper: Mapper, partitions: int, scratch: str,
+                 done: progress.Reporter):
         self.mapper, self.partitions, self.scratch = mapper, partitions, scratch
+        self.done = done
 
     def process(self, unit: Unit):
         counts = metrics.BundleCounts()
@@ -93,13 +96,14 @@ class _MapUnitFn(beam.DoFn):
             raise named(e, path) from e
         metrics.counter(metrics.STORE_SPILLS).inc()
         metrics.counter(metrics.STORE_SPILL_BYTES).inc(offset)
+        self.done.add(unit.records or 1)
         for index, offset, length in spans:
             yield index, (unit.index, path, offset, length)
 
 
 class _ReducePartitionFn(beam.DoFn):
-    def __init__(self, reducer: Reducer, out_dir: str):
-        self.reducer, self.out_dir = reducer, out_dir
+    def __init__(self, reducer: Reducer, out_dir: str, done: progress.Reporter):
+        self.reducer, self.out_dir, self.done = reducer, out_dir, done
 
     def process(self, item):
         index, spills = item
@@ -123,6 +127,7 @@ class _ReducePartitionFn(beam.DoFn):
             path = part_file(self.out_dir, index)
             self.reducer.reduce(index, groups, path, counts)
         counts.flush()
+        self.done.add(1)
         yield path
 
 
@@ -142,13 +147,19 @@ class MapReduce(beam.PTransform):
     def expand(self, pbegin: beam.pvalue.PBegin) -> beam.PCollection[str]:
         self.out.write_note(PARTITIONS_NOTE, str(self.partitions))
         units = spread(self.units, workers_of(pbegin.pipeline))
+        # progress: records of Avro units; units when some are text (seed lists)
+        by_records = all(u.records for u in units)
+        mapped = progress.stage(pbegin.pipeline, 'map', sum(u.records for u in units)
+                                if by_records else len(units), 'records' if by_records
+                                else 'units')
+        reduced = progress.stage(pbegin.pipeline, 'reduce', self.partitions, 'partitions')
         spills = (pbegin
                   | 'Units' >> beam.Create(units).with_output_types(typing.Any)
                   | 'Map' >> beam.ParDo(_MapUnitFn(self.mapper, self.partitions,
-                                                   self.out.scratch)))
+                                                   self.out.scratch, mapped)))
         every = pbegin | 'EveryPartition' >> beam.Create(
             [(i, None) for i in range(self.partitions)])
         return ((spills, every)
                 | 'All' >> beam.Flatten()
                 | 'ByPartition' >> beam.GroupByKey()
-                | 'Reduce' >> beam.ParDo(_ReducePartitionFn(self.reducer, self.out.dir)))
+                | 'Reduce' >> beam.ParDo(_ReducePartitionFn(self.reducer, self.out.dir, reduced)))

@@ -181,6 +181,13 @@ class FetchQueues:
     def active_queues(self) -> int:
         return sum(1 for q in self.queues.values() if q.pending or q.in_progress)
 
+    def longest(self, n: int) -> List[Tuple[str, int]]:
+        """The n queues with the most items left (waiting or in progress), most first."""
+        sizes = [(len(q.pending) + q.in_progress, q.qid) for q in self.queues.values()
+                 if q.pending or q.in_progress]
+        return [(qid, size) for size, qid in heapq.nsmallest(n, sizes,
+                                                             key=lambda t: (-t[0], t[1]))]
+
 
 def audit_queue(fetches: List[Tuple[int, int, float]], tolerance_ms: float) -> Dict[str, Any]:
     """The politeness audit of one queue (`readseg --politeness`, the report): `fetches` are
