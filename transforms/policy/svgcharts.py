@@ -15,8 +15,8 @@ __all__ = ['PALETTE', 'bar_chart', 'stacked_bars', 'hbar_stacked', 'line_chart',
 
 PALETTE = ('#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948', '#b07aa1',
            '#ff9da7', '#9c755f', '#bab0ac')
-_W, _H = 640, 260                 # a chart's size (px)
-_L, _R, _T, _B = 64, 16, 16, 56   # its margins: left (y ticks), right, top, bottom (x labels)
+_W, _H = 640, 276                 # a chart's size (px)
+_L, _R, _T, _B = 64, 16, 16, 72   # its margins: left (y ticks), right, top, bottom (x labels)
 
 
 def esc(text) -> str:
