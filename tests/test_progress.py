@@ -8,10 +8,10 @@ import re
 
 import pytest
 
+from beamcrawl.transforms.base.progress import (Line, Reporter, Ticker, Tracker, format_duration,
+                                                progress_text)
 from beamcrawl.transforms.fetcher.monitor import Progress, holding_back, progress_line
 from beamcrawl.transforms.policy.politeness import FetchQueues
-from beamcrawl.transforms.runners.progress import (Line, Reporter, Ticker, Tracker,
-                                                   format_duration, progress_text)
 from tests.conftest import run_cli, write_seeds
 
 
@@ -104,6 +104,8 @@ def test_fetch_progress_line_names_the_longest_queues_near_the_end():
     assert progress_line(progress, 10.0) == (
         'fetch: 90/100 URLs (90%), 90 pages, 9.0 pages/s, 9 kB/s, 1 s left, 1 active queues, '
         '9 waiting, 1 errors; held back by slow.test (10 left)')
+    progress.bound_s = 125.0      # its politeness delays alone need longer than its rate says
+    assert ', 2 min 05 s left, ' in progress_line(progress, 10.0)
     progress.left, progress.longest = 0, []
     assert progress_line(progress, 20.0, final=True) == (
         'fetch done: 100/100 URLs (100%), 90 pages, 4.5 pages/s, 4 kB/s, in 20 s, '
@@ -120,6 +122,7 @@ def test_longest_queues():
     assert queues.longest(2) == [('b.test', 3), ('d.test', 3)]
     assert queues.longest(9)[-1] == ('a.test', 1) and len(queues.longest(9)) == 4
     assert queue.qid in ('b.test', 'd.test')
+    assert queues.work_left() == 3.0       # 3 items × 1 s delay (no response time seen yet)
 
 
 def test_batch_stages_show_progress_from_worker_processes(tmp_path):
@@ -136,3 +139,30 @@ def test_batch_stages_show_progress_from_worker_processes(tmp_path):
     proc = run_cli('generate', crawl, '-D', 'runner.progress.seconds=0', '--now',
                    '1795305600000')
     assert 'generate select: 40/40 records (100%)' in proc.stderr, proc.stderr
+
+
+def test_fetch_progress_names_the_host_that_holds_it_back(testweb, tmp_path):
+    """Eight pages of one host, 0.3 s apart (its politeness delay), and one page of another:
+    the fetch lasts at least 2 s whatever the machine, and its progress lines (every 0.1 s)
+    name the host with the long queue once the other is done."""
+    from tests.testweb import Page, html_page
+    for i in range(8):
+        testweb.add('long.test', f'/p{i}', html_page(f'p{i}'))
+    testweb.add('long.test', '/robots.txt', Page(status=404))
+    testweb.add('short.test', '/', html_page('short'))
+    testweb.add('short.test', '/robots.txt', Page(status=404))
+    seeds = write_seeds(tmp_path / 'seeds', ['http://short.test/'] +
+                        [f'http://long.test/p{i}' for i in range(8)])
+    crawl = str(tmp_path / 'crawl')
+    conf = ['-D', 'http.agent.name=testbot', '-D', 'http.proxy.host=127.0.0.1',
+            '-D', f'http.proxy.port={testweb.port}', '-D', 'fetcher.server.delay=0.3',
+            '-D', 'fetcher.progress.seconds=0.1', '-D', 'domain.extra.suffixes=test',
+            '--now', '1795305600000']
+    run_cli('inject', crawl, seeds, *conf)
+    run_cli('generate', crawl, *conf)
+    proc = run_cli('fetch', crawl, *conf)
+    lines = [line for line in proc.stderr.splitlines() if ' fetch' in line]
+    assert any(re.search(r'fetch: \d/9 URLs .*; held back by long\.test \(\d left\)$', line)
+               for line in lines), '\n'.join(lines)
+    assert any('fetch done: 9/9 URLs (100%), 9 pages' in line for line in lines), \
+        '\n'.join(lines)

@@ -41,6 +41,18 @@ def test_bins(value, bins, label):
     assert policy.bin_of(value, bins) == label
 
 
+@pytest.mark.parametrize('items, found', [
+    ([('db', 'db_fetched')], ('db_fetched', None)),                          # a seed
+    ([('db', 'db_fetched'), ('generated', 0), ('linked', 2)], ('db_fetched', None)),
+    ([('linked', 1), ('db', 'db_unfetched'), ('linked', 3)], ('db_unfetched', 1)),
+    ([('db', 'db_gone'), ('generated', 2), ('linked', 0), ('linked', 1)], ('db_gone', 0)),
+    ([('linked', 4)], (None, 4)),                                    # filtered by updatedb
+    ([('db', 'db_fetched'), ('generated', 1), ('linked', 1)], ('db_fetched', None)),
+])
+def test_discovery_round(items, found):
+    assert policy.discovery_round(items) == found
+
+
 def _datum(status, **kw):
     return {'url': kw.pop('url', 'http://h.test/p'), 'status': status, 'score': 1.0,
             'fetch_interval': 86400, 'signature': kw.pop('signature', None),
@@ -58,6 +70,19 @@ def _datum(status, **kw):
 ])
 def test_change_of(generated, fetched, signature, change):
     assert policy.change_of(generated, fetched, signature) == change
+
+
+def test_changes_per_segment():
+    items = [('db', 'db_fetched'),
+             ('generated', 0, 'db_unfetched', None), ('fetched', 0, 'fetch_success'),
+             ('signature', 0, b'a'),                                   # a first fetch
+             ('generated', 1, 'db_fetched', b'a'), ('fetched', 1, 'fetch_success'),
+             ('signature', 1, b'a'),
+             ('generated', 2, 'db_fetched', b'a'), ('fetched', 2, 'fetch_notmodified'),
+             ('generated', 3, 'db_notmodified', b'a'), ('fetched', 3, 'fetch_success'),
+             ('signature', 3, b'b'), ('linked', 3),
+             ('generated', 4, 'db_fetched', b'b')]                      # not fetched (yet)
+    assert policy.changes(items) == [(1, 'unchanged'), (2, 'not_modified'), (3, 'changed')]
 
 
 def test_fetch_facts_and_keys():

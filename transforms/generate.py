@@ -19,14 +19,13 @@ import fastavro
 from apache_beam.transforms.combiners import ToList
 from apache_beam.transforms.window import GlobalWindows
 
-from beamcrawl.transforms.base import metrics
+from beamcrawl.transforms.base import metrics, progress
 from beamcrawl.transforms.engine.units import RECORDS_PER_UNIT, Unit, avro_units
 from beamcrawl.transforms.fetcher.queues import KeyByQueue
 from beamcrawl.transforms.policy.generate import GenerateSettings, assign_segments, sort_key
 from beamcrawl.transforms.policy.partition import QUEUE_MODES, partition, scatter_key
 from beamcrawl.transforms.policy.urlparts import scheme_host
 from beamcrawl.transforms.policy.urls import UrlPolicy
-from beamcrawl.transforms.runners import progress
 from beamcrawl.transforms.storage import container, fs, segments
 from beamcrawl.transforms.storage.databases import DbLayout, DbUpdate
 from beamcrawl.transforms.storage.parts import ReadCrawlDb, Record, WriteParts

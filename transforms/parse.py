@@ -13,7 +13,7 @@ from typing import List, Optional, Tuple
 
 import apache_beam as beam
 
-from beamcrawl.transforms.base import metrics
+from beamcrawl.transforms.base import metrics, progress
 from beamcrawl.transforms.base.sandbox import Sandbox
 from beamcrawl.transforms.policy.domains import choose_repr
 from beamcrawl.transforms.policy.headers import header
@@ -25,7 +25,6 @@ from beamcrawl.transforms.policy.signature import signature
 from beamcrawl.transforms.policy.simhash import MIN_WORDS as SIMHASH_MIN_WORDS
 from beamcrawl.transforms.policy.simhash import SIMHASH_KEY, simhash, to_hex
 from beamcrawl.transforms.policy.urls import UrlPolicy
-from beamcrawl.transforms.runners import progress
 from beamcrawl.transforms.storage.parts import ReadParts, Record, WriteParts, count_records
 from beamcrawl.transforms.storage.records import SCHEMAS, crawl_datum, parse_data, parse_text
 from beamcrawl.transforms.storage.segments import CRAWL_PARSE, PARSE_DATA, PARSE_PARTS, PARSE_TEXT

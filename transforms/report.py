@@ -4,29 +4,36 @@ driver. What is counted per record is policy/report.py; the page is policy/repor
 
     crawldb ── CrawlDbStats (readdb --stats); score and fetch-interval histograms;
                URLs and fetched pages per host and domain, top N
-    crawldb + segments' crawl_generate and linked records ── each URL's discovery round
+    crawldb + segments' crawl_generate, crawl_fetch, crawl_parse ── each URL's discovery
+               round (by status) and the change of refetched pages: a join on the batch
+               engine (engine/mapreduce.py)
     crawl_fetch ── statuses, pages per second, per host and per politeness queue
-    content ── bytes; crawl_generate + crawl_fetch + crawl_parse ── change of refetched pages
+    content ── bytes
     linkdb ── in-degree histogram, top pages by inlinks
 """
 
 import functools
 import json
-from typing import Any, Iterator, List, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Sequence, Tuple
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from beamcrawl.transforms.crawlstats import CountKeys
+from beamcrawl.transforms.engine.mapreduce import MapReduce
+from beamcrawl.transforms.engine.partitions import partitions_for
+from beamcrawl.transforms.engine.reducers import Mapper, Reducer
+from beamcrawl.transforms.engine.units import RECORDS_PER_UNIT, Unit, avro_units
 from beamcrawl.transforms.policy import report as policy
 from beamcrawl.transforms.policy.politeness import audit_queue
 from beamcrawl.transforms.readdb import CrawlDbStats
-from beamcrawl.transforms.runners import progress
-from beamcrawl.transforms.runners.runtime import make_pipeline, run_pipeline
-from beamcrawl.transforms.storage import fs
+from beamcrawl.transforms.runners.runtime import make_pipeline, run_pipeline, workers_of
+from beamcrawl.transforms.storage import container, fs
+from beamcrawl.transforms.storage.databases import DbUpdate
 from beamcrawl.transforms.storage.layout import CrawlLayout
 from beamcrawl.transforms.storage.parts import (ReadCrawlDb, ReadParts, check_avro_files,
                                                 count_records, iter_records)
+from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA
 
 __all__ = ['ReportData', 'collect_report']
 
@@ -78,67 +85,54 @@ class _SumTuples(beam.CombineFn):
         return tuple(acc)
 
 
-class _FirstRounds(beam.CombineFn):
-    """(kind, round index) values of a URL → (first round that linked to it, first round that
-    generated it); None where none did."""
+class _RoundsMapper(Mapper):
+    """Each URL's items for policy.discovery_round and policy.changes: the crawldb's units →
+    (url, ('db', status)); segment i's crawl_generate → ('generated', i, status, signature);
+    its crawl_fetch → ('fetched', i, status), or ('linked', i) for a redirect target; its
+    crawl_parse → ('linked', i) and ('signature', i, signature). Unit tags are `db` and
+    `PART:i`."""
 
-    def create_accumulator(self):
-        return [None, None]
-
-    def add_input(self, acc, value):
-        slot = 0 if value[0] == 'linked' else 1
-        acc[slot] = value[1] if acc[slot] is None else min(acc[slot], value[1])
-        return acc
-
-    def merge_accumulators(self, accs):
-        out = [None, None]
-        for acc in accs:
-            for slot in (0, 1):
-                if acc[slot] is not None:
-                    out[slot] = acc[slot] if out[slot] is None else min(out[slot], acc[slot])
-        return out
-
-    def extract_output(self, acc):
-        return tuple(acc)
-
-
-def _discovered(item, segments: Sequence[str]):
-    """(url, {'db': [status], 'rounds': [(linked, generated)]}) → the (round, status) the URL
-    adds 1 to: the first round that linked to it before any round fetched it (a URL generated
-    before anything linked to it came from inject or a sitemap)."""
-    _, grouped = item
-    for status in grouped['db']:
-        round_ = policy.INJECTED
-        for linked, generated in grouped['rounds']:
-            if linked is not None and (generated is None or linked < generated):
-                round_ = segments[linked]
-        yield ('discovered', round_, status)
+    def map(self, unit: Unit, counts) -> Iterator[Tuple[str, tuple]]:
+        read = container.read_records
+        if unit.tag == 'db':
+            for record, _ in read(unit.path, unit.blocks, with_raw=False):
+                yield record['url'], ('db', record['status'])
+            return
+        part, index = unit.tag.split(':')
+        at = int(index)
+        for record, _ in read(unit.path, unit.blocks, with_raw=False):
+            status = record['status']
+            if status == 'linked':
+                yield record['url'], ('linked', at)
+            elif part == 'crawl_generate':
+                yield record['url'], ('generated', at, status, record.get('signature'))
+            elif part == 'crawl_fetch':
+                yield record['url'], ('fetched', at, status)
+            elif status == 'signature':
+                yield record['url'], ('signature', at, record.get('signature'))
 
 
-class _CountFn(beam.DoFn):
-    """Reports the records it sees to a progress Reporter (emits nothing)."""
+class _RoundsReducer(Reducer):
+    """A partition's URLs → its rows ['discovered', [round, status], n] and ['change',
+    [segment, change], n] as JSON lines, written at `path` (a scratch file the driver reads)."""
 
-    def __init__(self, done: progress.Reporter):
-        self.done = done
+    def __init__(self, segments: Sequence[str]):
+        self.segments = list(segments)
 
-    def start_bundle(self):
-        self._ticker = progress.Ticker(self.done)
-
-    def process(self, record):
-        self._ticker.tick()
-        return ()
-
-    def finish_bundle(self):
-        self._ticker.flush()
-
-
-def _change(item):
-    (segment, _), grouped = item
-    generated = grouped['generate'][0] if grouped['generate'] else None
-    fetched = grouped['fetch'][0] if grouped['fetch'] else None
-    signature = grouped['signature'][0] if grouped['signature'] else None
-    change = policy.change_of(generated, fetched, signature)
-    return [('change', segment, change)] if change else []
+    def reduce(self, index, groups, path, counts) -> None:
+        found: Dict[Tuple[str, str, str], int] = {}
+        for items in groups.values():
+            status, round_ = policy.discovery_round(items)
+            if status is not None:
+                key = ('discovered',
+                       policy.INJECTED if round_ is None else self.segments[round_], status)
+                found[key] = found.get(key, 0) + 1
+            for at, change in policy.changes(items):
+                key = ('change', self.segments[at], change)
+                found[key] = found.get(key, 0) + 1
+        with fs.create(path) as f:
+            for (kind, a, b), n in sorted(found.items()):
+                f.write((json.dumps([kind, [a, b], n]) + '\n').encode())
 
 
 class ReportData(beam.PTransform):
@@ -154,16 +148,25 @@ class ReportData(beam.PTransform):
     """
 
     def __init__(self, crawl: CrawlLayout, segments: Sequence[str], *, quantiles, domains,
-                 top: int, tolerance_ms: float):
+                 top: int, tolerance_ms: float, scratch: str, workers: int):
         super().__init__()
         self.crawl, self.segments = crawl, list(segments)
         self.quantiles, self.domains = quantiles, domains
         self.top, self.tolerance_ms = top, tolerance_ms
-        self.records = count_records(crawl.crawldb.part_files())
         self.parts = {part: [(s, f) for s in self.segments if crawl.has_part(s, part)
                              for f in crawl.part_files(s, part)]
                       for part in ('crawl_generate', 'crawl_fetch', 'crawl_parse', 'content')}
         check_avro_files([f for files in self.parts.values() for _, f in files])
+        index = {name: i for i, name in enumerate(self.segments)}
+        inputs = [('db', f) for f in crawl.crawldb.part_files()]
+        inputs += [(f'{part}:{index[s]}', f)
+                   for part in ('crawl_generate', 'crawl_fetch', 'crawl_parse')
+                   for s, f in self.parts[part]]
+        self.round_units = avro_units(inputs, schema=CRAWL_DATUM_SCHEMA,
+                                      per_unit=RECORDS_PER_UNIT)
+        self.round_partitions = partitions_for(0, sum(u.records for u in self.round_units),
+                                               workers)
+        self.rounds_out = DbUpdate(FileSystems.join(scratch, 'rounds'))
 
     def _read(self, pbegin, part: str):
         files = self.parts[part]
@@ -174,9 +177,14 @@ class ReportData(beam.PTransform):
 
     def expand(self, pbegin):
         top, out = self.top, []
-        db = pbegin | 'ReadCrawlDb' >> ReadCrawlDb(self.crawl.crawldb)
-        _ = db | 'Progress' >> beam.ParDo(_CountFn(progress.stage(
-            pbegin.pipeline, 'crawldb', self.records, 'records')))
+        # discovery rounds and the change of refetched pages: a join of every crawldb URL with
+        # the segments' records, on the batch engine (spill files per partition, no URL
+        # through Beam's shuffle): its memory is a partition's, whatever the crawl's size
+        _ = pbegin | 'Rounds' >> MapReduce(units=self.round_units, mapper=_RoundsMapper(),
+                                           reducer=_RoundsReducer(self.segments),
+                                           partitions=self.round_partitions,
+                                           out=self.rounds_out)
+        db = pbegin | 'ReadCrawlDb' >> ReadCrawlDb(self.crawl.crawldb)      # counts progress
         out.append(db | 'Stats' >> CrawlDbStats(self.quantiles)
                    | 'StatsRow' >> beam.Map(lambda s: ['crawldb_stats', None, s]))
         out.append(db | 'Hist' >> CountKeys(policy.crawldb_keys)
@@ -194,26 +202,7 @@ class ReportData(beam.PTransform):
                        top, key=lambda t: (t[0], t[2], [-ord(c) for c in t[1]]))
                    | 'TopGroupRows' >> beam.Map(lambda kv: [f'top_{kv[0]}s', None,
                                                             [list(t) for t in kv[1]]]))
-        index = {s: i for i, s in enumerate(self.segments)}
         fetch = self._read(pbegin, 'crawl_fetch')
-        generate = self._read(pbegin, 'crawl_generate')
-        parse = self._read(pbegin, 'crawl_parse')
-        # discovery rounds
-        linked = ((fetch, parse)
-                  | 'LinkedAll' >> beam.Flatten()
-                  | 'Linked' >> beam.Filter(lambda sr: sr[1]['status'] == 'linked')
-                  | 'LinkedRound' >> beam.Map(lambda sr: (sr[1]['url'], ('linked', index[sr[0]]))))
-        generated = generate | 'GenRound' >> beam.Map(
-            lambda sr: (sr[1]['url'], ('generated', index[sr[0]])))
-        rounds = ((linked, generated)
-                  | 'RoundsAll' >> beam.Flatten()
-                  | 'FirstRounds' >> beam.CombinePerKey(_FirstRounds()))
-        statuses = db | 'DbStatus' >> beam.Map(lambda r: (r['url'], r['status']))
-        out.append({'db': statuses, 'rounds': rounds}
-                   | 'JoinRounds' >> beam.CoGroupByKey()
-                   | 'Discovered' >> beam.FlatMap(_discovered, self.segments)
-                   | 'CountDiscovered' >> beam.combiners.Count.PerElement()
-                   | 'DiscoveredRows' >> beam.Map(_counted))
         # fetches
         facts = (fetch
                  | 'Facts' >> beam.Map(lambda sr: (sr[0], policy.fetch_record(sr[1])))
@@ -272,21 +261,6 @@ class ReportData(beam.PTransform):
                    | 'Bytes' >> beam.Map(lambda sr: (sr[0], len(sr[1].get('content') or b'')))
                    | 'SumBytes' >> beam.CombinePerKey(sum)
                    | 'BytesRows' >> beam.Map(lambda kv: ['content_bytes', kv[0], kv[1]]))
-        # change of pages fetched again
-        keyed = {
-            'generate': generate | 'GenKey' >> beam.Map(lambda sr: ((sr[0], sr[1]['url']), {
-                'status': sr[1]['status'], 'signature': sr[1]['signature']})),
-            'fetch': fetch | 'FetchKey' >> beam.Map(lambda sr: ((sr[0], sr[1]['url']), {
-                'status': sr[1]['status']})),
-            'signature': (parse
-                          | 'Signatures' >> beam.Filter(lambda sr: sr[1]['status'] == 'signature')
-                          | 'SigKey' >> beam.Map(lambda sr: ((sr[0], sr[1]['url']),
-                                                             sr[1]['signature'])))}
-        out.append(keyed
-                   | 'JoinChanges' >> beam.CoGroupByKey()
-                   | 'Changes' >> beam.FlatMap(_change)
-                   | 'CountChanges' >> beam.combiners.Count.PerElement()
-                   | 'ChangeRows' >> beam.Map(_counted))
         # linkdb
         linkdb_files = self.crawl.linkdb.part_files()
         if linkdb_files:
@@ -322,21 +296,24 @@ def collect_report(crawl_dir: str, cfg, beam_args: Sequence[str], *, domains, to
     if crawl.crawldb.readable_dir() is None:
         raise UserError(f'{crawl.crawldb.current}: no crawldb (run inject first)')
     segments = crawl.segment_names()
+    scratch = crawl.scratch_dir('report')
+    records = count_records(crawl.crawldb.part_files())
+    p = make_pipeline(beam_args, cfg, records)
     data = ReportData(crawl, segments, quantiles=cfg['db.stats.score.quantiles'],
-                      domains=domains, top=top, tolerance_ms=tolerance_ms)
-    p = make_pipeline(beam_args, cfg, data.records)
+                      domains=domains, top=top, tolerance_ms=tolerance_ms, scratch=scratch,
+                      workers=workers_of(p))
     rows: List[Any] = [['part_records', [s, part], count_records(crawl.part_files(s, part))]
                        for s in segments for part in ('crawl_generate', 'crawl_fetch',
                                                       'parse_data')
                        if crawl.has_part(s, part)]
-    scratch = crawl.scratch_dir('report')
     _ = (p
          | 'Report' >> data
          | 'Json' >> beam.Map(functools.partial(json.dumps, ensure_ascii=False))
          | 'Write' >> beam.io.WriteToText(FileSystems.join(scratch, 'rows')))
     try:
         run_pipeline(p, 'report')
-        for path in fs.list_files(FileSystems.join(scratch, 'rows*')):
+        for path in (fs.list_files(FileSystems.join(scratch, 'rows*')) +
+                     fs.list_files(FileSystems.join(data.rounds_out.dir, 'part-*'))):
             with FileSystems.open(path) as f:
                 rows += [json.loads(line) for line in f.read().decode('utf-8').splitlines()]
     finally:

@@ -29,10 +29,9 @@ from typing import Dict, List, Sequence
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from beamcrawl.transforms.base import metrics
+from beamcrawl.transforms.base import metrics, progress
 from beamcrawl.transforms.engine.reducers import Mapper, Reducer
 from beamcrawl.transforms.engine.units import Unit, spread
-from beamcrawl.transforms.runners import progress
 from beamcrawl.transforms.runners.runtime import workers_of
 from beamcrawl.transforms.storage import fs
 from beamcrawl.transforms.storage.databases import PARTITIONS_NOTE, DbUpdate

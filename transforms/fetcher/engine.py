@@ -193,6 +193,7 @@ class Fetcher:
             self.progress.left = self.queues.pending_count + self.queues.in_progress_count
             self.progress.closed = self._closed
             self.progress.longest = self.queues.longest(3)
+            self.progress.bound_s = self.queues.work_left()
             return dataclasses.replace(self.progress)
 
     def _wake_fetchers(self, everyone: bool = False) -> None:

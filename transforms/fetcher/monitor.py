@@ -7,8 +7,8 @@ import threading
 import time
 from typing import Callable, List, Optional, Tuple
 
+from beamcrawl.transforms.base.progress import Line, format_duration
 from beamcrawl.transforms.fetcher.settings import FetcherSettings
-from beamcrawl.transforms.runners.progress import Line, format_duration
 
 __all__ = ['Progress', 'Monitor', 'progress_line', 'holding_back']
 
@@ -28,6 +28,7 @@ class Progress:
     left: int = 0             # of them, URLs waiting or in progress
     closed: bool = False      # every URL of the fetch list was given
     longest: List[Tuple[str, int]] = dataclasses.field(default_factory=list)  # (queue, left)
+    bound_s: float = 0.0      # the politeness bound of what is left (FetchQueues.work_left)
 
 
 def holding_back(progress: Progress) -> List[Tuple[str, int]]:
@@ -53,7 +54,8 @@ def progress_line(progress: Progress, elapsed: float, final: bool = False) -> st
     if final:
         parts.append(f'in {format_duration(elapsed)}')
     elif progress.closed and progress.left and rate > 0:
-        parts.append(f'{format_duration(progress.left / rate)} left')
+        left_s = max(progress.left / rate, progress.bound_s)
+        parts.append(f'{format_duration(left_s)} left')
     parts += [f'{progress.active_queues} active queues', f'{progress.waiting} waiting',
               f'{progress.errors} errors']
     text = ', '.join(parts)

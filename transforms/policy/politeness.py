@@ -181,6 +181,12 @@ class FetchQueues:
     def active_queues(self) -> int:
         return sum(1 for q in self.queues.values() if q.pending or q.in_progress)
 
+    def work_left(self) -> float:
+        """Seconds the queue with the most work left still needs at least (its items × (delay
+        + observed response time)): no fetch ends sooner, however many threads it has."""
+        return max((self._work_left(q) for q in self.queues.values() if q.pending),
+                   default=0.0)
+
     def longest(self, n: int) -> List[Tuple[str, int]]:
         """The n queues with the most items left (waiting or in progress), most first."""
         sizes = [(len(q.pending) + q.in_progress, q.qid) for q in self.queues.values()

@@ -13,6 +13,7 @@ from beamcrawl.transforms.policy.crawlstats import FETCHED_STATUSES, group_of
 from beamcrawl.transforms.policy.urlparts import MalformedUrl, host_of
 
 __all__ = ['SCORE_BINS', 'INTERVAL_BINS', 'INDEGREE_BINS', 'INJECTED', 'bin_of', 'crawldb_keys',
+           'discovery_round', 'changes',
            'group_keys', 'fetch_record', 'fetch_keys', 'host_stats', 'change_of', 'assemble']
 
 # Histogram bins: (lower bound, label); a value falls in the last bin whose bound it reaches.
@@ -41,6 +42,50 @@ def bin_of(value: float, bins: Sequence[Tuple[float, str]]) -> str:
         else:
             break
     return label
+
+
+def discovery_round(items: Iterable[Sequence[Any]]) -> Tuple[Optional[str], Optional[int]]:
+    """(crawldb status, discovery round) of a URL from what the report's map side found for it:
+    ('db', status) from the crawldb, ('linked', i) where segment i linked to it, ('generated',
+    i, ...) where segment i was to fetch it (other items are ignored). The round is the first
+    segment that linked to it before any segment fetched it (a URL is in the crawldb, and can
+    be generated, only after the round that found it); None when none did (a seed or a
+    sitemap URL: injected). The status is None for a URL no longer in the crawldb (filtered,
+    or never added)."""
+    status, linked, generated = None, None, None
+    for item in items:
+        kind = item[0]
+        if kind == 'db':
+            status = item[1]
+        elif kind == 'linked':
+            linked = item[1] if linked is None else min(linked, item[1])
+        elif kind == 'generated':
+            generated = item[1] if generated is None else min(generated, item[1])
+    if linked is not None and (generated is None or linked < generated):
+        return status, linked
+    return status, None
+
+
+def changes(items: Iterable[Sequence[Any]]) -> List[Tuple[int, str]]:
+    """(segment index, change_of) for each segment that fetched a URL again, from its items:
+    ('generated', i, status then, signature then), ('fetched', i, status), ('signature', i,
+    signature parse computed)."""
+    generated: Dict[int, dict] = {}
+    fetched: Dict[int, dict] = {}
+    signatures: Dict[int, bytes] = {}
+    for item in items:
+        if item[0] == 'generated':
+            generated[item[1]] = {'status': item[2], 'signature': item[3]}
+        elif item[0] == 'fetched':
+            fetched[item[1]] = {'status': item[2]}
+        elif item[0] == 'signature':
+            signatures[item[1]] = item[2]
+    out = []
+    for i in sorted(generated):
+        change = change_of(generated[i], fetched.get(i), signatures.get(i))
+        if change is not None:
+            out.append((i, change))
+    return out
 
 
 def crawldb_keys(record: dict) -> List[tuple]:

@@ -21,9 +21,10 @@ import apache_beam as beam
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options import pipeline_options as po
 
+from beamcrawl.transforms.base import progress
 from beamcrawl.transforms.base.errors import UserError
 from beamcrawl.transforms.base.metrics import NAMESPACE
-from beamcrawl.transforms.runners import portable, progress
+from beamcrawl.transforms.runners import portable
 from beamcrawl.transforms.runners.sampler import prompt_state_sampler
 
 __all__ = ['parse_now', 'format_time', 'split_beam_args', 'local_workers', 'make_pipeline',

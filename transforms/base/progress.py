@@ -152,8 +152,13 @@ class Tracker:
         if self.path is None:
             fd, self.path = tempfile.mkstemp(prefix='beamcrawl-progress-')
             os.close(fd)
-        self.stages.append(_Stage(name, total, unit))
-        return Reporter(self.path, name)
+        taken = {s.name for s in self.stages}
+        unique, n = name, 1
+        while unique in taken:             # a second stage of the same kind: `map 2`
+            n += 1
+            unique = f'{name} {n}'
+        self.stages.append(_Stage(unique, total, unit))
+        return Reporter(self.path, unique)
 
     def start(self, what: str) -> None:
         if not self.stages:
