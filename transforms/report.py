@@ -1,6 +1,6 @@
 """The data of `beamcrawl report`: one Beam pipeline over the crawldb, the segments and the linkdb,
-every figure a combine (counts, mins, maxes, top-N), so that only small results reach the
-driver. What is counted per record is policy/report.py; the page is policy/report_html.py.
+its figures combines (counts, mins, maxes, top-N) and one join on the batch engine, so that
+only small results reach the driver. What is counted per record is policy/report.py; the page is policy/report_html.py.
 
     crawldb ── CrawlDbStats (readdb --stats); score and fetch-interval histograms;
                URLs and fetched pages per host and domain, top N
@@ -145,6 +145,9 @@ class ReportData(beam.PTransform):
       domains: the DomainHelper of the crawl's URL policy.
       top: how many hosts, domains, queues and pages each top list keeps.
       tolerance_ms: the politeness audit's tolerance (as `readseg --politeness`).
+      scratch: a scratch directory of the crawl dir for the join's working files and results
+        (the caller removes it).
+      workers: the pipeline's worker processes (runtime.workers_of), to size the join.
     """
 
     def __init__(self, crawl: CrawlLayout, segments: Sequence[str], *, quantiles, domains,
