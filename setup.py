@@ -62,9 +62,10 @@ setup(
     extras_require={
         # pytest 8: under pytest 9, pytest-xdist 3.8's --dist loadgroup does not keep a group on
         # one worker (the Flink tests share one cluster; run_local.sh --test).
-        # networkx: the independent PageRank that tests/test_linkrank.py checks LinkRank against
+        # networkx: the independent PageRank that tests/test_linkrank.py checks LinkRank against;
+        # websocket-client: the browser test drives headless Chromium over the DevTools protocol
         'test': ['pytest>=8,<9', 'pytest-timeout>=2.3', 'pytest-xdist>=3.5', 'warcio>=1.7',
-                 'networkx>=3.2'],
+                 'networkx>=3.2', 'websocket-client>=1.8'],
     },
     entry_points={'console_scripts': ['beamcrawl = beamcrawl.pipelines.cli:entry']},
 )

@@ -63,12 +63,13 @@ COMMANDS = {
     'linkrank': 'beamcrawl.pipelines.linkrank',
     'scoreupdater': 'beamcrawl.pipelines.scoreupdater',
     'nodedumper': 'beamcrawl.pipelines.nodedumper',
+    'report': 'beamcrawl.pipelines.report',
 }
 # Commands that only read a crawl directory: they never record its site settings.
 READ_ONLY = frozenset({'readdb', 'readseg', 'readlinkdb', 'readhostdb', 'search', 'config',
                        'filterchecker', 'normalizerchecker', 'robotsparser', 'parsechecker',
                        'indexchecker', 'domainstats', 'crawlcomplete', 'protocolstats', 'dump',
-                       'nodedumper'})
+                       'nodedumper', 'report'})
 ALIASES = {'linkdb': 'invertlinks'}
 # `beamcrawl --help` lists the commands in groups, as `bin/nutch` does; every command is in one.
 GROUPS = [
@@ -83,6 +84,7 @@ GROUPS = [
                                 'import-nutch', 'warc-export']),
     ('link analysis', ['webgraph', 'linkrank', 'scoreupdater', 'nodedumper']),
     ('scheduling', ['schedule-sim']),
+    ('reports', ['report']),
     ('clusters and stores', ['flink', 'hdfs', 's3']),
 ]
 

@@ -7,7 +7,6 @@ beamcrawl readseg CRAWL_DIR --politeness SEGMENT [--tolerance-ms MS]
 """
 
 import json
-import statistics
 import sys
 
 from beamcrawl.pipelines.cli import run_command
@@ -125,6 +124,7 @@ def _dump(crawl, segment, out):
 
 def _politeness(crawl, segment, tolerance_ms):
     """Gaps between the end of one fetch and the start of the next, per queue."""
+    from beamcrawl.transforms.policy.politeness import audit_queue
     from beamcrawl.transforms.storage.parts import iter_records
     queues = {}
     for record in iter_records(_files(crawl, segment, 'crawl_fetch')):
@@ -138,14 +138,13 @@ def _politeness(crawl, segment, tolerance_ms):
     print('QUEUE\tFETCHES\tDELAY ms\tMIN GAP ms\tMEDIAN GAP ms\tVIOLATIONS')
     violations = 0
     for queue in sorted(queues):
-        fetches = sorted(queues[queue])
-        gaps = [(b[0] - a[1], a[2] * 1000) for a, b in zip(fetches, fetches[1:])]
-        bad = sum(1 for gap, delay in gaps if gap < delay - tolerance_ms)
-        violations += bad
-        delay = fetches[0][2] * 1000
-        min_gap = f'{min(g for g, _ in gaps):.0f}' if gaps else '-'
-        median = f'{statistics.median(g for g, _ in gaps):.0f}' if gaps else '-'
-        print(f'{queue}\t{len(fetches)}\t{delay:.0f}\t\t{min_gap}\t\t{median}\t\t{bad}')
+        audit = audit_queue(queues[queue], tolerance_ms)
+        violations += audit['violations']
+        gaps = audit['min_gap_ms'] is not None
+        min_gap = f'{audit["min_gap_ms"]:.0f}' if gaps else '-'
+        median = f'{audit["median_gap_ms"]:.0f}' if gaps else '-'
+        print(f'{queue}\t{audit["fetches"]}\t{audit["delay_ms"]:.0f}\t\t{min_gap}\t\t{median}\t\t'
+              f'{audit["violations"]}')
     print(f'{len(queues)} queues, {violations} violations')
     return 0 if violations == 0 else 3
 

@@ -40,7 +40,7 @@ from typing import Dict, Iterable, List, Optional
 import apache_beam as beam
 import fastavro
 
-from beamcrawl.transforms.base import metrics
+from beamcrawl.transforms.base import metrics, progress
 from beamcrawl.transforms.engine.units import RECORDS_PER_UNIT, Unit, avro_units, spread
 from beamcrawl.transforms.policy.indexing import INDEXABLE, duplicates_of, original_key
 from beamcrawl.transforms.policy.simhash import (SIMHASH_KEY, band_widths, bands, from_hex,
@@ -110,8 +110,8 @@ class _SignaturesFn(beam.DoFn):
     """A unit → (bucket, [(signature, original_key, part)]) for its fetched pages with a
     signature, one list per bucket."""
 
-    def __init__(self, buckets: int):
-        self.buckets = buckets
+    def __init__(self, buckets: int, done: progress.Reporter):
+        self.buckets, self.done = buckets, done
 
     def process(self, unit: Unit):
         n = self.buckets
@@ -121,6 +121,7 @@ class _SignaturesFn(beam.DoFn):
             if signature:
                 lists[zlib.crc32(signature) % n].append(
                     (signature, original_key(record), unit.path))
+        self.done.add(unit.records)
         yield from lists.items()
 
 
@@ -162,8 +163,8 @@ class _NearKeysFn(beam.DoFn):
     duplicates) and the `distance + 1` bands of its SimHash fingerprint (policy/simhash.py):
     two pages within the distance share a band."""
 
-    def __init__(self, buckets: int, distance: int):
-        self.buckets, self.distance = buckets, distance
+    def __init__(self, buckets: int, distance: int, done: progress.Reporter):
+        self.buckets, self.distance, self.done = buckets, distance, done
 
     def process(self, unit: Unit):
         n, distance = self.buckets, self.distance
@@ -177,6 +178,7 @@ class _NearKeysFn(beam.DoFn):
             if fingerprint is not None:
                 for band in bands(fingerprint, distance):
                     lists[zlib.crc32(repr(band).encode()) % n].append((band, page, fingerprint))
+        self.done.add(unit.records)
         yield from lists.items()
 
 
@@ -222,8 +224,8 @@ class _NearGroupsFn(beam.DoFn):
 class _RewriteFn(beam.DoFn):
     """(old part, [[URLs to mark], ...]) → the part of the new version in `out_dir`, same name."""
 
-    def __init__(self, out_dir: str):
-        self.out_dir = out_dir
+    def __init__(self, out_dir: str, done: progress.Reporter):
+        self.out_dir, self.done = out_dir, done
 
     def process(self, item):
         path, lists = item
@@ -233,6 +235,7 @@ class _RewriteFn(beam.DoFn):
             _copy_part(path, target)
         else:
             _rewrite_part(path, target, urls)
+        self.done.add(1)
         yield target
 
 
@@ -294,14 +297,16 @@ class Dedup(beam.PTransform):
                  | 'Units' >> beam.Create(spread(self.units, workers))
                  .with_output_types(typing.Any))
         buckets = _BUCKETS_PER_WORKER * workers
+        read = progress.stage(pbegin.pipeline, 'read', self.weight, 'records')
+        rewritten = progress.stage(pbegin.pipeline, 'rewrite', len(self.parts), 'parts')
         if self.near is None:
             marked = (units
-                      | 'Signatures' >> beam.ParDo(_SignaturesFn(buckets))
+                      | 'Signatures' >> beam.ParDo(_SignaturesFn(buckets, read))
                       | 'BySignature' >> beam.GroupByKey()
                       | 'Groups' >> beam.ParDo(_GroupsFn()))
         else:
             marked = (units
-                      | 'NearKeys' >> beam.ParDo(_NearKeysFn(buckets, self.near))
+                      | 'NearKeys' >> beam.ParDo(_NearKeysFn(buckets, self.near, read))
                       | 'ByKey' >> beam.GroupByKey()
                       | 'Pairs' >> beam.ParDo(_NearPairsFn(self.near))
                       | 'AllPairs' >> beam.GroupByKey()
@@ -310,4 +315,4 @@ class Dedup(beam.PTransform):
         return ((marked, every)
                 | 'All' >> beam.Flatten()
                 | 'ByPart' >> beam.GroupByKey()
-                | 'Rewrite' >> beam.ParDo(_RewriteFn(self.out.dir)))
+                | 'Rewrite' >> beam.ParDo(_RewriteFn(self.out.dir, rewritten)))

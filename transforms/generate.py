@@ -19,7 +19,7 @@ import fastavro
 from apache_beam.transforms.combiners import ToList
 from apache_beam.transforms.window import GlobalWindows
 
-from beamcrawl.transforms.base import metrics
+from beamcrawl.transforms.base import metrics, progress
 from beamcrawl.transforms.engine.units import RECORDS_PER_UNIT, Unit, avro_units
 from beamcrawl.transforms.fetcher.queues import KeyByQueue
 from beamcrawl.transforms.policy.generate import GenerateSettings, assign_segments, sort_key
@@ -76,7 +76,8 @@ class _SelectFn(metrics.CountingDoFn):
     """
 
     def __init__(self, *, settings, policy, now, count_mode, filter_urls, keep, per_host,
-                 skip_hosts=None, delays=None):
+                 done: progress.Reporter, skip_hosts=None, delays=None):
+        self.done = done
         self.skip_hosts = skip_hosts          # hosts the hostdb leaves out (None: no hostdb)
         self.delays = delays                  # host → fetch delay (ms, text) from the hostdb
         self.settings = settings
@@ -103,6 +104,7 @@ class _SelectFn(metrics.CountingDoFn):
             selected = select(record, raw) if raw_ok else select(complete_datum(record))
             if selected is not None:
                 yield selected
+        self.done.add(item.records)
 
     def _select(self, record, raw=None):
         """(1, marked record) when keep is None and the record is due; else None (a due record
@@ -296,6 +298,8 @@ class SelectForFetch(beam.PTransform):
         select = _SelectFn(settings=self.settings, policy=self.policy, now=self.now,
                            count_mode=self.count_mode, filter_urls=self.filter_urls,
                            keep=keep, per_host=per_host,
+                           done=progress.stage(crawldb.pipeline, 'select', self.weight,
+                                               'records'),
                            skip_hosts=(frozenset(hosts.skip) if hosts is not None else None),
                            delays=delays)
         if keep is None:

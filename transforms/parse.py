@@ -13,7 +13,7 @@ from typing import List, Optional, Tuple
 
 import apache_beam as beam
 
-from beamcrawl.transforms.base import metrics
+from beamcrawl.transforms.base import metrics, progress
 from beamcrawl.transforms.base.sandbox import Sandbox
 from beamcrawl.transforms.policy.domains import choose_repr
 from beamcrawl.transforms.policy.headers import header
@@ -59,8 +59,18 @@ _PARSE_DOCUMENT = 'beamcrawl.transforms.policy.html:parse_document'
 
 
 class _ParseFn(metrics.CountingDoFn):
-    def __init__(self, *, settings: ParseSettings, policy: UrlPolicy, now: int):
+    def __init__(self, *, settings: ParseSettings, policy: UrlPolicy, now: int,
+                 done: progress.Reporter = progress.Reporter(None, 'parse')):
         self.settings, self.policy, self.now = settings, policy, now
+        self.done = done
+
+    def start_bundle(self):
+        super().start_bundle()
+        self._ticker = progress.Ticker(self.done)
+
+    def finish_bundle(self):
+        super().finish_bundle()
+        self._ticker.flush()
 
     def setup(self):
         self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix='parse')
@@ -109,6 +119,7 @@ class _ParseFn(metrics.CountingDoFn):
             return Parse('failed', metadata={'parse.error': f'{type(e).__name__}: {e}'})
 
     def process(self, content):
+        self._ticker.tick()
         url = content['url']
         if content['http_code'] != 200:
             self.counts.inc(metrics.PARSE_SKIPPED_NOT_SUCCESS)
@@ -220,10 +231,12 @@ class ParseContent(beam.PTransform):
     def __init__(self, *, settings: ParseSettings, policy: UrlPolicy, now: int):
         super().__init__()
         self.settings, self.policy, self.now = settings, policy, now
+        self.done = progress.Reporter(None, 'parse')    # ParseSegment's, when it counts pages
 
     def expand(self, contents: beam.PCollection[Record]):    # → {part: PCollection[Record]}
         out = contents | 'Parse' >> beam.ParDo(_ParseFn(
-            settings=self.settings, policy=self.policy, now=self.now)).with_outputs(
+            settings=self.settings, policy=self.policy, now=self.now,
+            done=self.done)).with_outputs(
                 PARSE_TEXT, PARSE_DATA, main=CRAWL_PARSE)
         return {PARSE_TEXT: out[PARSE_TEXT], PARSE_DATA: out[PARSE_DATA],
                 CRAWL_PARSE: out[CRAWL_PARSE]}
@@ -259,6 +272,8 @@ class ParseSegment(beam.PTransform):
         self.weight = count_records(self.content_files) * _PAGE_WEIGHT
 
     def expand(self, pbegin: beam.pvalue.PBegin) -> beam.pvalue.PDone:
+        self.parse.done = progress.stage(pbegin.pipeline, 'parse',
+                                         self.weight // _PAGE_WEIGHT, 'pages')
         outputs = (pbegin
                    | 'ReadContent' >> ReadParts(self.content_files)
                    | 'ParseContent' >> self.parse)

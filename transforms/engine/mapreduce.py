@@ -29,7 +29,7 @@ from typing import Dict, List
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from beamcrawl.transforms.base import metrics
+from beamcrawl.transforms.base import metrics, progress
 from beamcrawl.transforms.engine.reducers import Mapper, Reducer
 from beamcrawl.transforms.engine.units import Unit, spread
 from beamcrawl.transforms.runners.runtime import workers_of
@@ -61,8 +61,10 @@ class _NoGC:
 
 
 class _MapUnitFn(beam.DoFn):
-    def __init__(self, mapper: Mapper, partitions: int, scratch: str):
+    def __init__(self, mapper: Mapper, partitions: int, scratch: str,
+                 done: progress.Reporter):
         self.mapper, self.partitions, self.scratch = mapper, partitions, scratch
+        self.done = done
 
     def process(self, unit: Unit, *after):   # after: a side input that only orders the stages
         counts = metrics.BundleCounts()
@@ -93,13 +95,14 @@ class _MapUnitFn(beam.DoFn):
             raise named(e, path) from e
         metrics.counter(metrics.STORE_SPILLS).inc()
         metrics.counter(metrics.STORE_SPILL_BYTES).inc(offset)
+        self.done.add(unit.records or 1)
         for index, offset, length in spans:
             yield index, (unit.index, path, offset, length)
 
 
 class _ReducePartitionFn(beam.DoFn):
-    def __init__(self, reducer: Reducer, out_dir: str):
-        self.reducer, self.out_dir = reducer, out_dir
+    def __init__(self, reducer: Reducer, out_dir: str, done: progress.Reporter):
+        self.reducer, self.out_dir, self.done = reducer, out_dir, done
 
     def process(self, item):
         index, spills = item
@@ -123,6 +126,7 @@ class _ReducePartitionFn(beam.DoFn):
             path = part_file(self.out_dir, index)
             self.reducer.reduce(index, groups, path, counts)
         counts.flush()
+        self.done.add(1)
         yield path
 
 
@@ -149,6 +153,7 @@ class MapReduce(beam.PTransform):
         self.out.write_note(PARTITIONS_NOTE, str(self.partitions))
         workers = workers_of(before.pipeline)
         after = [] if isinstance(before, beam.pvalue.PBegin) else [beam.pvalue.AsList(before)]
+        reduced = progress.stage(before.pipeline, 'reduce', self.partitions, 'partitions')
         if callable(self.units):
             make = self.units
             units = (before.pipeline
@@ -157,14 +162,21 @@ class MapReduce(beam.PTransform):
                                                    *after).with_output_types(typing.Any)
                      | 'Spread' >> beam.Reshuffle())
             after = []
+            mapped = progress.Reporter(None, 'map')     # its units are known only on a worker
         else:
-            units = before.pipeline | 'Units' >> beam.Create(
-                spread(self.units, workers)).with_output_types(typing.Any)
+            listed = spread(self.units, workers)
+            # progress: records of Avro units; units when some are text (seed lists)
+            by_records = all(u.records for u in listed)
+            mapped = progress.stage(before.pipeline, 'map', sum(u.records for u in listed)
+                                    if by_records else len(listed),
+                                    'records' if by_records else 'units')
+            units = before.pipeline | 'Units' >> beam.Create(listed).with_output_types(
+                typing.Any)
         spills = units | 'Map' >> beam.ParDo(_MapUnitFn(self.mapper, self.partitions,
-                                                         self.out.scratch), *after)
+                                                         self.out.scratch, mapped), *after)
         every = before.pipeline | 'EveryPartition' >> beam.Create(
             [(i, None) for i in range(self.partitions)])
         return ((spills, every)
                 | 'All' >> beam.Flatten()
                 | 'ByPartition' >> beam.GroupByKey()
-                | 'Reduce' >> beam.ParDo(_ReducePartitionFn(self.reducer, self.out.dir)))
+                | 'Reduce' >> beam.ParDo(_ReducePartitionFn(self.reducer, self.out.dir, reduced)))

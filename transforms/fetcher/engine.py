@@ -119,6 +119,7 @@ class Fetcher:
 
     def add(self, qid: Optional[str], record: dict) -> None:
         with self.cond:
+            self.progress.total += 1
             self._seen.add(record['url'])
             self._enqueue(_Item(record, qid))
             self._wake_fetchers()
@@ -158,7 +159,8 @@ class Fetcher:
         for thread in self._threads:
             thread.join()
         self.http.close()
-        log_progress(self._progress(), time.time() - self.started, final=True)
+        log_progress(self._progress(), time.time() - self.started, final=True,
+                     line=self._monitor.line)
         return out + self.take()
 
     def stop(self, reason: str) -> None:
@@ -189,6 +191,10 @@ class Fetcher:
         with self.cond:
             self.progress.active_queues = self.queues.active_queues()
             self.progress.waiting = self.queues.pending_count
+            self.progress.left = self.queues.pending_count + self.queues.in_progress_count
+            self.progress.closed = self._closed
+            self.progress.longest = self.queues.longest(3)
+            self.progress.bound_s = self.queues.work_left()
             return dataclasses.replace(self.progress)
 
     def _wake_fetchers(self, everyone: bool = False) -> None:

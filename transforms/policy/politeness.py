@@ -20,7 +20,7 @@ import heapq
 import itertools
 from typing import Any, Deque, Dict, List, Optional, Tuple
 
-__all__ = ['FetchQueue', 'FetchQueues', 'request_ended']
+__all__ = ['FetchQueue', 'FetchQueues', 'request_ended', 'audit_queue']
 
 
 @dataclasses.dataclass
@@ -192,3 +192,34 @@ class FetchQueues:
 
     def active_queues(self) -> int:
         return sum(1 for q in self.queues.values() if q.pending or q.in_progress)
+
+    def work_left(self) -> float:
+        """Seconds the queue with the most work left still needs at least (its items × (delay
+        + observed response time)): no fetch ends sooner, however many threads it has."""
+        return max((self._work_left(q) for q in self.queues.values() if q.pending),
+                   default=0.0)
+
+    def longest(self, n: int) -> List[Tuple[str, int]]:
+        """The n queues with the most items left (waiting or in progress), most first."""
+        sizes = [(len(q.pending) + q.in_progress, q.qid) for q in self.queues.values()
+                 if q.pending or q.in_progress]
+        return [(qid, size) for size, qid in heapq.nsmallest(n, sizes,
+                                                             key=lambda t: (-t[0], t[1]))]
+
+
+def audit_queue(fetches: List[Tuple[int, int, float]], tolerance_ms: float) -> Dict[str, Any]:
+    """The politeness audit of one queue (`readseg --politeness`, the report): `fetches` are
+    (start ms, end ms, delay s) of its requests, in any order. A gap runs from the end of one
+    request to the start of the next; it violates the delay in force when it is shorter than
+    that delay less `tolerance_ms`. Returns fetches, delay_ms (of the first request), min_gap_ms
+    and median_gap_ms (None with fewer than two requests) and violations."""
+    ordered = sorted(fetches)
+    gaps = [(b[0] - a[1], a[2] * 1000) for a, b in zip(ordered, ordered[1:])]
+    values = sorted(g for g, _ in gaps)
+    median = None
+    if values:
+        mid = len(values) // 2
+        median = values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+    return {'fetches': len(ordered), 'delay_ms': ordered[0][2] * 1000 if ordered else None,
+            'min_gap_ms': values[0] if values else None, 'median_gap_ms': median,
+            'violations': sum(1 for gap, delay in gaps if gap < delay - tolerance_ms)}

@@ -21,6 +21,7 @@ import apache_beam as beam
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options import pipeline_options as po
 
+from beamcrawl.transforms.base import progress
 from beamcrawl.transforms.base.errors import UserError
 from beamcrawl.transforms.base.metrics import NAMESPACE
 from beamcrawl.transforms.runners import portable
@@ -198,6 +199,14 @@ def _provision(options: po.PipelineOptions):
 
 
 def make_pipeline(beam_args: Sequence[str], cfg, records: int = 0) -> beam.Pipeline:
+    """A Pipeline made by _make_pipeline, with a progress Tracker for its stages (progress.py:
+    every runner.progress.seconds while run_pipeline runs it)."""
+    pipeline = _make_pipeline(beam_args, cfg, records)
+    progress.attach(pipeline, cfg['runner.progress.seconds'])
+    return pipeline
+
+
+def _make_pipeline(beam_args: Sequence[str], cfg, records: int = 0) -> beam.Pipeline:
     """A Pipeline on the requested runner, or the local runner when none is given (in this
     process, or with worker processes for a stage of `records` ≥ runner.local.parallel.records
     input records). On a portable runner (Flink) the job server is shared by the whole process
@@ -271,10 +280,17 @@ def counters_of(result) -> Dict[str, int]:
 def run_pipeline(pipeline: beam.Pipeline, what: str) -> Dict[str, int]:
     """Runs a pipeline to the end, logs its duration and counters, returns the counters."""
     started = time.time()
+    tracker = getattr(pipeline, '_beamcrawl_progress', None)
+    if tracker is not None:
+        tracker.start(what)
+    completed = False
     try:
         result = pipeline.run()
         state = result.wait_until_finish()
+        completed = state is None or str(state) in ('DONE', 'PipelineState.DONE')
     finally:
+        if tracker is not None:
+            tracker.stop(completed)
         while _fork_servers:
             _fork_servers.pop().close()
     if state is not None and str(state) not in ('DONE', 'PipelineState.DONE'):

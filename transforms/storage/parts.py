@@ -10,6 +10,7 @@ from apache_beam.io.avroio import ReadFromAvro
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.transforms.window import GlobalWindows
 
+from beamcrawl.transforms.base import progress
 from beamcrawl.transforms.storage import container, databases, fs
 from beamcrawl.transforms.storage.partwriter import PartWriter, write_avro_file
 from beamcrawl.transforms.storage.records import complete_datum
@@ -83,15 +84,35 @@ class ReadParts(beam.PTransform):
                 | 'Read' >> beam.io.avroio.ReadAllFromAvro())
 
 
+class _CompleteFn(beam.DoFn):
+    """A record with every field present; counts the records read for the progress line."""
+
+    def __init__(self, done: progress.Reporter):
+        self.done = done
+
+    def start_bundle(self):
+        self._ticker = progress.Ticker(self.done)
+
+    def process(self, record):
+        self._ticker.tick()
+        yield complete_datum(record)
+
+    def finish_bundle(self):
+        self._ticker.flush()
+
+
 class ReadCrawlDb(beam.PTransform):
-    """CrawlDatum records of the readable crawldb version, with every field present."""
+    """CrawlDatum records of the readable crawldb version, with every field present; the
+    pipeline's progress counts them (base/progress.py: the `crawldb` stage)."""
 
     def __init__(self, db: databases.DbLayout):
         super().__init__()
         self.read = ReadParts(db.part_files())
 
     def expand(self, pbegin: beam.pvalue.PBegin) -> beam.PCollection[Record]:
-        return pbegin | 'ReadDb' >> self.read | 'Complete' >> beam.Map(complete_datum)
+        done = progress.stage(pbegin.pipeline, 'crawldb', count_records(self.read.paths),
+                              'records')
+        return pbegin | 'ReadDb' >> self.read | 'Complete' >> beam.ParDo(_CompleteFn(done))
 
 
 class _WriteBundleFn(beam.DoFn):
