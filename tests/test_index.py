@@ -2,6 +2,7 @@
 
 import glob
 import json
+import re
 
 import apache_beam as beam
 import pytest
@@ -248,7 +249,10 @@ def test_clean_deletes_what_the_crawldb_says_is_gone(web, index_web, tmp_path):
     run_cli('crawl', crawl, '--seeds', seeds, '--rounds', '1', '--now', str(NOW), *_conf(web))
     proc = run_cli('clean', crawl, check=False)
     assert proc.returncode == 1 and 'no index' in proc.stderr
-    run_cli('crawl', crawl, '--rounds', '1', '--now', str(NOW), '--index', *_conf(web))
+    proc = run_cli('crawl', crawl, '--rounds', '1', '--now', str(NOW), '--index',
+                   '-D', 'runner.progress.seconds=0', *_conf(web))
+    # index shows its progress: the crawldb's URLs joined with the segments' parses
+    assert re.search(r'index join: (\d+)/\1 URLs \(100%\)', proc.stderr), proc.stderr
     assert _search(crawl, 'vanishing')[0] == 0
     index_web['vanish'] = 410
     try:

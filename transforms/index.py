@@ -14,16 +14,16 @@ Deduplication, which runs before, is transforms/dedup.py.
 """
 
 import json
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from beamcrawl.transforms.base import metrics
+from beamcrawl.transforms.base import metrics, progress
 from beamcrawl.transforms.policy.indexing import IndexRules, build_document, deletion
 from beamcrawl.transforms.policy.partition import partition
 from beamcrawl.transforms.storage.indexdir import write_shard
-from beamcrawl.transforms.storage.parts import ReadCrawlDb, ReadParts
+from beamcrawl.transforms.storage.parts import ReadCrawlDb, ReadParts, count_records
 from beamcrawl.transforms.storage.segments import PARSE_DATA, PARSE_TEXT
 from beamcrawl.transforms.storage.shards import update_shard
 
@@ -52,11 +52,22 @@ class JoinByUrl(beam.PTransform):
 
 
 class _BuildFn(metrics.CountingDoFn):
-    def __init__(self, rules: IndexRules, shards: int):
+    def __init__(self, rules: IndexRules, shards: int,
+                 done: Optional[progress.Reporter] = None):
         self.rules, self.shards = rules, shards
+        self.done = done or progress.Reporter(None, 'join')
+
+    def start_bundle(self):
+        super().start_bundle()
+        self._ticker = progress.Ticker(self.done)
+
+    def finish_bundle(self):
+        self._ticker.flush()
+        super().finish_bundle()
 
 
     def process(self, item):
+        self._ticker.tick()
         entry = self._entry(*item)
         if entry is not None:
             yield entry
@@ -92,12 +103,14 @@ class BuildDocuments(beam.PTransform):
       shards: how many index shards; a URL belongs to shard crc32(url) mod shards.
     """
 
-    def __init__(self, *, rules: IndexRules, shards: int):
+    def __init__(self, *, rules: IndexRules, shards: int, urls: int = 0):
         super().__init__()
-        self.rules, self.shards = rules, shards
+        self.rules, self.shards, self.urls = rules, shards, urls
 
     def expand(self, joined):
-        return joined | 'Build' >> beam.ParDo(_BuildFn(self.rules, self.shards))
+        # progress: the URLs joined (at least the crawldb's: `urls`), built into entries
+        done = progress.stage(joined.pipeline, 'join', self.urls, 'URLs')
+        return joined | 'Build' >> beam.ParDo(_BuildFn(self.rules, self.shards, done))
 
 
 class _DeletionFn(metrics.CountingDoFn):
@@ -199,7 +212,9 @@ class IndexEntries(beam.PTransform):
         }
         docs = (inputs
                 | 'JoinByUrl' >> JoinByUrl()
-                | 'BuildDocuments' >> BuildDocuments(rules=self.rules, shards=self.shards))
+                | 'BuildDocuments' >> BuildDocuments(
+                    rules=self.rules, shards=self.shards,
+                    urls=count_records(crawl.crawldb.part_files())))
         deletions = crawldb | 'Deletions' >> Deletions(shards=self.shards)
         return (docs, deletions) | 'Entries' >> beam.Flatten()
 
