@@ -57,11 +57,16 @@ def run(args, cfg, now, beam_args):
             raise InputError(f'{crawl.segments}: no segment with {CONTENT}')
     partial = os.path.join(os.path.dirname(out), f'.{os.path.basename(out)}.'
                                                  f'{uuid.uuid4().hex[:8]}.partial')
+    from beamcrawl.transforms.base.progress import Loop
+    from beamcrawl.transforms.storage.parts import count_records
     counts, files = collections.Counter(), {}
+    shown = Loop('dump', sum(count_records(crawl.part_files(n, CONTENT)) for n in segments),
+                 'records', cfg['runner.progress.seconds'])
     os.makedirs(partial)
     try:
         for name in sorted(segments):                # a later segment's content replaces
             for record in iter_records(crawl.part_files(name, CONTENT)):
+                shown.add()
                 mime = mime_of(record['content_type'])
                 if not _wanted(mime, types):
                     continue
@@ -78,6 +83,7 @@ def run(args, cfg, now, beam_args):
             for path, (url, mime, fetch_time) in sorted(files.items()):
                 f.write(f'{path}\t{url}\t{mime}\t{fetch_time}\n')
         os.rename(partial, out)
+        shown.end()
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise

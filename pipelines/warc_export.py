@@ -41,9 +41,18 @@ def run(args, cfg, now, beam_args):
         segments = [s for s in crawl.segment_names() if crawl.has_part(s, CONTENT)]
         if not segments:
             raise InputError(f'{crawl.segments}: no segment with {CONTENT}')
+    from beamcrawl.transforms.base.progress import Loop
+    from beamcrawl.transforms.storage.parts import count_records
     os.makedirs(out)
     agent = cfg['http.agent.name'] or 'unknown'
     total = 0
+    shown = Loop('warc-export', sum(count_records(crawl.part_files(n, CONTENT))
+                                    for n in segments), 'records', cfg['runner.progress.seconds'])
+
+    def counted(records):
+        for record in records:
+            shown.add()
+            yield record
     for name in segments:
         path = os.path.join(out, f'{name}.warc.gz')
         partial = os.path.join(out, f'.{name}.warc.gz.partial')   # renamed once complete
@@ -52,9 +61,10 @@ def run(args, cfg, now, beam_args):
             'headers and bodies as stored, not as they were on the wire'))
         records = iter_records(crawl.part_files(name, CONTENT))
         total += write_warc_file(partial, info, now,
-                                 (reconstructed_records(r) for r in records),
+                                 (reconstructed_records(r) for r in counted(records)),
                                  lambda p: open(p, 'wb'))
         os.replace(partial, path)
+    shown.end()
     print(f'exported {total} response records from {len(segments)} segments to {out}')
     return 0
 

@@ -54,7 +54,8 @@ def test_dump_writes_content_by_type(web, tmp_path):
     seeds = write_seeds(tmp_path / 'seeds', ['http://dump.test/'])
     run_cli('crawl', crawl, '--seeds', seeds, '--rounds', '2', *_conf(web))
     out = tmp_path / 'out'
-    proc = run_cli('dump', crawl, str(out))
+    proc = run_cli('dump', crawl, str(out), '-D', 'runner.progress.seconds=0')
+    assert 'dump: 3/3 records (100%)' in proc.stderr          # with its progress line
     assert proc.stdout.splitlines()[:3] == ['1\timage/png', '1\ttext/html', '1\ttext/plain']
     files = sorted(os.path.relpath(os.path.join(d, f), out) for d, _, names in os.walk(out)
                    for f in names)

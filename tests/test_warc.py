@@ -6,6 +6,7 @@ import glob
 import gzip
 import io
 import os
+import re
 import subprocess
 import sys
 import zlib
@@ -212,7 +213,8 @@ def test_a_crawl_without_the_flag_has_no_warc_and_warc_export_builds_them(web, w
     segments = layout.segment_names()
     assert not [s for s in segments if layout.has_part(s, WARC)]
     out = str(tmp_path / 'export')
-    proc = run_cli('warc-export', crawl, out)
+    proc = run_cli('warc-export', crawl, out, '-D', 'runner.progress.seconds=0')
+    assert re.search(r'warc-export: (\d+)/\1 records \(100%\), .*done in', proc.stderr)
     files = sorted(glob.glob(f'{out}/*.warc.gz'))
     assert len(files) == len(segments)
     contents = {}

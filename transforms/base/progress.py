@@ -20,7 +20,7 @@ import threading
 import time
 from typing import Dict, List, Optional, TextIO
 
-__all__ = ['progress_text', 'format_duration', 'Line', 'Reporter', 'Ticker', 'Tracker',
+__all__ = ['progress_text', 'format_duration', 'Line', 'Loop', 'Reporter', 'Ticker', 'Tracker',
            'attach', 'stage']
 
 log = logging.getLogger('beamcrawl')
@@ -83,6 +83,27 @@ class Line:
             self.stream.write('\n')
             self.stream.flush()
             self.open = False
+
+
+class Loop:
+    """Progress of work the command does itself, record by record (warc-export, dump): `add`
+    as it goes, `end` once (its final line)."""
+
+    def __init__(self, what: str, total: int, unit: str, interval_s: float,
+                 line: Optional[Line] = None):
+        self.what, self.total, self.unit = what, total, unit
+        self.line = line or Line(interval_s)
+        self.done = 0
+        self._since = time.monotonic()
+
+    def add(self, n: int = 1) -> None:
+        self.done += n
+        self.line.show(progress_text(self.what, self.done, self.total, self.unit,
+                                     time.monotonic() - self._since))
+
+    def end(self) -> None:
+        self.line.show(progress_text(self.what, self.done, self.total, self.unit,
+                                     time.monotonic() - self._since, final=True), final=True)
 
 
 class Reporter:
