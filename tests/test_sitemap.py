@@ -4,6 +4,7 @@ sitemaps of tests/hostileweb.py: loops, nests and slow hosts within the run's bo
 stopped by a signal that keeps what it read."""
 
 import gzip
+import re
 import signal
 import subprocess
 import sys
@@ -120,7 +121,9 @@ def test_sitemap_from_robots_injects_every_kind_with_intervals_and_scores(sitema
     seeds = write_seeds(tmp_path / 'seeds', ['http://sm.test/', 'http://cross.test/',
                                              'http://nosm.test/'])
     run_cli('inject', crawl, seeds, '--now', NOW, *_conf(web))
-    proc = run_cli('sitemap', crawl, '--from-robots', '--now', NOW, *_conf(web))
+    proc = run_cli('sitemap', crawl, '--from-robots', '--now', NOW, *_conf(web),
+                   '-D', 'runner.progress.seconds=0')
+    assert re.search(r'sitemap read: \d+ sitemaps, .*done in', proc.stderr), proc.stderr
     db = read_db(crawl)
     found = {u for u in db if u not in ('http://sm.test/', 'http://cross.test/',
                                         'http://nosm.test/')}

@@ -29,11 +29,11 @@ import logging
 import threading
 import time
 import urllib.parse
-from typing import Deque, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Callable, Deque, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import apache_beam as beam
 
-from beamcrawl.transforms.base import metrics
+from beamcrawl.transforms.base import metrics, progress
 from beamcrawl.transforms.fetcher import Fetcher, FetcherSettings, HttpSettings
 from beamcrawl.transforms.fetcher.journal.paths import SOURCE_KEY
 from beamcrawl.transforms.policy.sitemaps import (DEFAULT_PRIORITY, SITEMAP_KEY, SitemapEntry,
@@ -84,8 +84,10 @@ and is the entry's `sitemap`);
     `counts` holds the counter increments. `interrupted`: set when the run must stop."""
 
     def __init__(self, settings: SitemapSettings, fetcher: FetcherSettings, http: HttpSettings,
-                 policy: UrlPolicy, now: int, interrupted: threading.Event = INTERRUPTED):
+                 policy: UrlPolicy, now: int, interrupted: threading.Event = INTERRUPTED,
+                 on_read: Optional[Callable[[int], None]] = None):
         self.settings, self.policy, self.now = settings, policy, now
+        self.on_read = on_read or (lambda n: None)     # n more sitemaps read (progress)
         self.bounds = settings.bounds
         self.interrupted = interrupted
         self.fetcher = Fetcher(fetcher, http, policy, now)
@@ -109,6 +111,8 @@ and is the entry's `sitemap`);
             while True:
                 results = self.fetcher.take(wait=0.2)
                 self._read(results)
+                if results:
+                    self.on_read(len(results))
                 if not results and self.fetcher.outstanding() == 0:
                     rest = self.fetcher.take()
                     if not rest:
@@ -279,10 +283,11 @@ class _CollectFn(beam.DoFn):
     def __init__(self, settings, fetcher, http, policy, now, out_path):
         self.args = (settings, fetcher, http, policy, now)
         self.out_path = out_path
+        self.done = progress.Reporter(None, 'read')
 
     def process(self, start):
         urls, sites = start
-        collector = SitemapCollector(*self.args)
+        collector = SitemapCollector(*self.args, on_read=self.done.add)
         entries = collector.run(urls, sites)
         settings = self.args[0]
         with fs.create(self.out_path) as f:
@@ -309,6 +314,8 @@ class CollectSitemaps(beam.PTransform):
 
     def expand(self, start: beam.PCollection[Tuple[List[str], List[str]]]
                ) -> beam.PCollection[str]:
+        # progress: the sitemaps read (their number grows as indexes name more)
+        self.fn.done = progress.stage(start.pipeline, 'read', 0, 'sitemaps')
         return start | 'Collect' >> beam.ParDo(self.fn)
 
 
