@@ -35,7 +35,7 @@ def run(args, cfg, now, beam_args):
     import shutil
     import uuid
 
-    from beamcrawl.transforms.base.errors import InputError, UserError
+    from beamcrawl.transforms.base.errors import UserError
     from beamcrawl.transforms.policy.dumpnames import dump_path, mime_of
     from beamcrawl.transforms.storage.layout import CrawlLayout
     from beamcrawl.transforms.storage.parts import iter_records
@@ -46,15 +46,7 @@ def run(args, cfg, now, beam_args):
         raise UserError(f'{out}: exists; name a new directory for the files')
     types = {t.strip().lower() for t in args.mimetype if t.strip()}
     crawl = CrawlLayout(args.crawl_dir)
-    if requested:
-        segments = [crawl.resolve_segment(s) for s in requested]
-        for name in segments:
-            if not crawl.has_part(name, CONTENT):
-                raise InputError(f'{crawl.segment(name)}: has no {CONTENT}')
-    else:
-        segments = [s for s in crawl.segment_names() if crawl.has_part(s, CONTENT)]
-        if not segments:
-            raise InputError(f'{crawl.segments}: no segment with {CONTENT}')
+    segments = crawl.segments_having(CONTENT, requested)
     partial = os.path.join(os.path.dirname(out), f'.{os.path.basename(out)}.'
                                                  f'{uuid.uuid4().hex[:8]}.partial')
     from beamcrawl.transforms.base.progress import Loop

@@ -21,7 +21,7 @@ def add_arguments(parser):
 
 
 def run(args, cfg, now, beam_args):
-    from beamcrawl.transforms.base.errors import InputError, UserError
+    from beamcrawl.transforms.base.errors import UserError
     from beamcrawl.transforms.storage.layout import CrawlLayout
     from beamcrawl.transforms.storage.parts import iter_records
     from beamcrawl.transforms.storage.segments import CONTENT
@@ -32,15 +32,7 @@ def run(args, cfg, now, beam_args):
     if os.path.exists(out):
         raise UserError(f'{out}: exists; name a new directory for the WARC files')
     crawl = CrawlLayout(args.crawl_dir)
-    if requested:
-        segments = [crawl.resolve_segment(s) for s in requested]
-        for name in segments:
-            if not crawl.has_part(name, CONTENT):
-                raise InputError(f'{crawl.segment(name)}: has no {CONTENT}')
-    else:
-        segments = [s for s in crawl.segment_names() if crawl.has_part(s, CONTENT)]
-        if not segments:
-            raise InputError(f'{crawl.segments}: no segment with {CONTENT}')
+    segments = crawl.segments_having(CONTENT, requested)
     from beamcrawl.transforms.base.progress import Loop
     from beamcrawl.transforms.storage.parts import count_records
     os.makedirs(out)

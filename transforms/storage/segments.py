@@ -97,6 +97,20 @@ class SegmentLayout:
         """Whether a segment's part is complete (it exists only once complete)."""
         return is_published(self.segment_part(segment, part))
 
+    def segments_having(self, part: str, requested: Sequence[str] = ()) -> List[str]:
+        """The names of the segments `requested` (names or paths), each of which must have
+        `part`; without any, every segment that has it (at least one). InputError else."""
+        if requested:
+            names = [self.resolve_segment(s) for s in requested]
+            for name in names:
+                if not self.has_part(name, part):
+                    raise InputError(f'{self.segment(name)}: has no {part}')
+            return names
+        names = [s for s in self.segment_names() if self.has_part(s, part)]
+        if not names:
+            raise InputError(f'{self.segments}: no segment with {part}')
+        return names
+
     def resolve_segment(self, name_or_path: str) -> str:
         """A segment's name from its name or path; the segment must exist."""
         name = os.path.basename(name_or_path.rstrip('/'))
