@@ -34,7 +34,7 @@ def run(args, cfg, now, beam_args):
     from beamcrawl.transforms.runners.runtime import make_pipeline, run_pipeline
     from beamcrawl.transforms.storage import fs
     from beamcrawl.transforms.storage.layout import CrawlLayout
-    from beamcrawl.transforms.storage.parts import ReadParts, iter_records
+    from beamcrawl.transforms.storage.parts import ReadCounted, iter_records
     crawl = CrawlLayout(args.crawl_dir)
     if crawl.linkdb.readable_dir() is None:
         raise UserError(f'{crawl.linkdb.current}: no linkdb (run invertlinks first)')
@@ -51,7 +51,7 @@ def run(args, cfg, now, beam_args):
     p = make_pipeline(beam_args, cfg)
     fmt = args.format
     _ = (p
-         | 'ReadLinkDb' >> ReadParts(crawl.linkdb.part_files())
+         | 'ReadLinkDb' >> ReadCounted(crawl.linkdb.part_files(), 'linkdb')
          | 'Format' >> beam.Map(lambda r: text_lines(r) if fmt == 'text'
                                 else json.dumps(r, ensure_ascii=False, sort_keys=True))
          | 'Write' >> beam.io.WriteToText(FileSystems.join(args.dump, 'part'),

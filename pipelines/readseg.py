@@ -39,7 +39,7 @@ def run(args, cfg, now, beam_args):
     segment = crawl.resolve_segment(segment)
     if args.get:
         return _get(crawl, segment, arg)
-    return _dump(crawl, segment, arg)
+    return _dump(crawl, segment, arg, cfg['runner.progress.seconds'])
 
 
 def _files(crawl, segment, part):
@@ -88,11 +88,13 @@ def _printable(record):
     return out
 
 
-def _collect(crawl, segment, url=None):
+def _collect(crawl, segment, url=None, shown=None):
     from beamcrawl.transforms.storage.parts import iter_records
     entries = {}
     for part in PARTS:
         for record in iter_records(_files(crawl, segment, part)):
+            if shown is not None:
+                shown.add()
             if url is None or record['url'] == url:
                 entries.setdefault(record['url'], []).append((part, _printable(record)))
     return entries
@@ -109,11 +111,16 @@ def _get(crawl, segment, url):
     return 0
 
 
-def _dump(crawl, segment, out):
+def _dump(crawl, segment, out, progress_s):
+    from beamcrawl.transforms.base.progress import Loop
     from beamcrawl.transforms.storage import fs
+    from beamcrawl.transforms.storage.parts import count_records
     if fs.exists(out):
         raise UserError(f'--dump {out}: already exists')
-    entries = _collect(crawl, segment)
+    shown = Loop('readseg --dump', sum(count_records(_files(crawl, segment, part))
+                                       for part in PARTS), 'records', progress_s)
+    entries = _collect(crawl, segment, shown=shown)
+    shown.end()
     with fs.create(out) as f:
         for url in sorted(entries):
             line = {'url': url, 'records': [{'part': p, **r} for p, r in entries[url]]}

@@ -1,6 +1,7 @@
 """The crawl loop on a site with a known link graph; readseg; schedule-sim; the demo."""
 
 import os
+import re
 
 import pytest
 
@@ -73,6 +74,9 @@ def test_three_rounds_follow_the_link_graph(web, tmp_path, capsys):
     assert 'crawl_generate::' in got and 'crawl_fetch::' in got and 'parse_data::' in got
     assert main(['readseg', crawl, '--dump', segment, str(tmp_path / 'dump.jsonl')]) == 0
     assert os.path.getsize(tmp_path / 'dump.jsonl') > 0
+    proc = run_cli('readseg', crawl, '--dump', segment, str(tmp_path / 'again.jsonl'),
+                   '-D', 'runner.progress.seconds=0')                  # with its progress line
+    assert re.search(r'readseg --dump: (\d+)/\1 records \(100%\), .*done in', proc.stderr)
 
 
 @pytest.mark.slow

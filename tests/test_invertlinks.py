@@ -147,6 +147,10 @@ def test_readlinkdb(tmp_path, capsys):
     assert main(['readlinkdb', crawl, '--dump', str(tmp_path / 't'), '--format', 'text']) == 0
     text = ''.join(open(f).read() for f in glob.glob(str(tmp_path / 't' / '*.txt')))
     assert 'http://b.test/\tInlinks:\n fromUrl: http://a.test/1 anchor: bee' in text
+    proc = run_cli('readlinkdb', crawl, '--dump', str(tmp_path / 'p'),
+                   '-D', 'runner.progress.seconds=0')                  # with its progress line
+    assert f'readlinkdb --dump linkdb: {len(EXPECTED)}/{len(EXPECTED)} records (100%)' in \
+        proc.stderr
 
 
 @pytest.mark.slow

@@ -15,8 +15,8 @@ from beamcrawl.transforms.storage import container, databases, fs
 from beamcrawl.transforms.storage.partwriter import PartWriter, write_avro_file
 from beamcrawl.transforms.storage.records import complete_datum
 
-__all__ = ['check_avro_files', 'ReadParts', 'ReadCrawlDb', 'WriteParts', 'iter_records',
-           'count_records', 'Record']
+__all__ = ['check_avro_files', 'ReadParts', 'ReadCounted', 'ReadCrawlDb', 'WriteParts',
+           'iter_records', 'count_records', 'Record']
 
 Record = Dict[str, Any]        # a record as Beam's Avro IO reads it: a dict in its schema's shape
 _BUNDLE = '.bundle.avro'        # a bundle's file, renamed to part-NNNNN.avro once committed
@@ -99,6 +99,37 @@ class _CompleteFn(beam.DoFn):
 
     def finish_bundle(self):
         self._ticker.flush()
+
+
+class _CountFn(beam.DoFn):
+    """Passes records on, counting them for the progress line."""
+
+    def __init__(self, done: progress.Reporter):
+        self.done = done
+
+    def start_bundle(self):
+        self._ticker = progress.Ticker(self.done)
+
+    def process(self, record):
+        self._ticker.tick()
+        yield record
+
+    def finish_bundle(self):
+        self._ticker.flush()
+
+
+class ReadCounted(beam.PTransform):
+    """ReadParts whose records the pipeline's progress counts as stage `name` (for readers
+    whose read is their whole work: readlinkdb --dump)."""
+
+    def __init__(self, paths: List[str], name: str):
+        super().__init__()
+        self.read, self.name = ReadParts(paths), name
+
+    def expand(self, pbegin: beam.pvalue.PBegin) -> beam.PCollection[Record]:
+        done = progress.stage(pbegin.pipeline, self.name, count_records(self.read.paths),
+                              'records')
+        return pbegin | 'Read' >> self.read | 'Count' >> beam.ParDo(_CountFn(done))
 
 
 class ReadCrawlDb(beam.PTransform):
