@@ -131,6 +131,21 @@ def _legend(names: Sequence[str]) -> List[str]:
     return out
 
 
+def _hbar_frame(body: List[str], rows: int, bar_h: float, label_w: float, plot_w: float,
+                top: float, width: int, height: int, title: str, x_label: str) -> str:
+    """A horizontal bar chart's SVG around its `body`: the x axis ticks and label, the title."""
+    axis_y = _T + 20 + bar_h * rows + 4
+    for i in range(5):
+        x = label_w + plot_w * i / 4
+        body.append(f'<text class="tick" x="{x:.1f}" y="{axis_y + 12}" text-anchor="middle">'
+                    f'{esc(fmt(top * i / 4))}</text>')
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" role="img" width="{width}" '
+            f'height="{height}" viewBox="0 0 {width} {height}"><title>{esc(title)}</title>'
+            + ''.join(body) +
+            f'<text class="axis-label" x="{label_w + plot_w / 2:.0f}" y="{height - 4}" '
+            f'text-anchor="middle">{esc(x_label)}</text></svg>')
+
+
 def hbar_stacked(rows: Sequence[Tuple[str, Sequence[float]]], names: Sequence[str], *,
                  title: str, x_label: str, unit: str = '') -> str:
     """Horizontal bars, one per (label, values), stacked from the values (`names` name them)."""
@@ -156,16 +171,8 @@ def hbar_stacked(rows: Sequence[Tuple[str, Sequence[float]]], names: Sequence[st
                         f'height="{bar_h - 4}" fill="{PALETTE[s % len(PALETTE)]}">'
                         f'<title>{esc(what)}</title></rect>')
             x += w
-    axis_y = _T + 20 + bar_h * len(rows) + 4
-    for i in range(5):
-        x = label_w + plot_w * i / 4
-        body.append(f'<text class="tick" x="{x:.1f}" y="{axis_y + 12}" text-anchor="middle">'
-                    f'{esc(fmt(top * i / 4))}</text>')
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" role="img" width="{width}" '
-            f'height="{height}" viewBox="0 0 {width} {height}"><title>{esc(title)}</title>'
-            + ''.join(body) +
-            f'<text class="axis-label" x="{label_w + plot_w / 2:.0f}" y="{height - 4}" '
-            f'text-anchor="middle">{esc(x_label)}</text></svg>')
+    return _hbar_frame(body, len(rows), bar_h, label_w, plot_w, top, width, height, title,
+                       x_label)
 
 
 def line_chart(points: Sequence[Tuple[float, float]], *, title: str, x_label: str,
@@ -225,13 +232,5 @@ def gap_chart(rows: Sequence[Tuple[str, float, float, float]], *, title: str,
             x = label_w + plot_w * delay / top
             body.append(f'<rect x="{x - 1:.1f}" y="{y}" width="3" height="{bar_h}" '
                         f'fill="#e15759"><title>{esc(what)}</title></rect>')
-    axis_y = _T + 20 + bar_h * len(rows) + 4
-    for i in range(5):
-        x = label_w + plot_w * i / 4
-        body.append(f'<text class="tick" x="{x:.1f}" y="{axis_y + 12}" text-anchor="middle">'
-                    f'{esc(fmt(top * i / 4))}</text>')
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" role="img" width="{_W}" '
-            f'height="{height}" viewBox="0 0 {_W} {height}"><title>{esc(title)}</title>'
-            + ''.join(body) +
-            f'<text class="axis-label" x="{label_w + plot_w / 2:.0f}" y="{height - 4}" '
-            f'text-anchor="middle">{esc(x_label)}</text></svg>')
+    return _hbar_frame(body, len(rows), bar_h, label_w, plot_w, top, _W, height, title,
+                       x_label)
