@@ -21,7 +21,7 @@ history keeps the default interval, and so does every page while no multiplier i
 
 import copy
 import math
-from typing import Dict, Mapping, Optional
+from typing import Mapping, Optional
 
 import numpy as np
 
@@ -32,7 +32,7 @@ from beamcrawl.transforms.policy.schedule import (MS_PER_S, STATE_MODIFIED, STAT
 
 __all__ = ['freshness', 'optimal_frequencies', 'solve_multiplier', 'optimal_intervals',
            'rate_bin', 'rate_bins', 'bin_rate', 'NO_HISTORY_BIN', 'NOT_PLANNED_BIN', 'RATE_BINS', 'OptimalFetchSchedule',
-           'histogram_delta', 'histogram_rates', 'multiplier_for', 'record_bin']
+           'histogram_rates', 'multiplier_for', 'record_bin']
 
 DAY_S = 86400.0
 # The histogram of change rates: bins of equal width in log rate, from one change in 10^5 days
@@ -145,17 +145,6 @@ def multiplier_for(histogram: Mapping[int, float], budget: float, default_days: 
     rest = budget - histogram.get(NO_HISTORY_BIN, 0) / default_days
     rates, counts = histogram_rates(histogram)
     return solve_multiplier(rates, counts, rest, min_days, max_days) if rest > 0 else None
-
-
-def histogram_delta(old: Optional[dict], new: Optional[dict]) -> Dict[int, int]:
-    """{bin: ±1} of a crawldb record replaced by another (either None when absent): how the
-    crawldb's rate histogram changes (updatedb counts it)."""
-    delta: Dict[int, int] = {}
-    for record, sign in ((old, -1), (new, 1)):
-        if record is not None:
-            k = record_bin(record)
-            delta[k] = delta.get(k, 0) + sign
-    return {k: n for k, n in delta.items() if n}
 
 
 def record_bin(record: dict) -> int:
