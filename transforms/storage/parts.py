@@ -84,23 +84,6 @@ class ReadParts(beam.PTransform):
                 | 'Read' >> beam.io.avroio.ReadAllFromAvro())
 
 
-class _CompleteFn(beam.DoFn):
-    """A record with every field present; counts the records read for the progress line."""
-
-    def __init__(self, done: progress.Reporter):
-        self.done = done
-
-    def start_bundle(self):
-        self._ticker = progress.Ticker(self.done)
-
-    def process(self, record):
-        self._ticker.tick()
-        yield complete_datum(record)
-
-    def finish_bundle(self):
-        self._ticker.flush()
-
-
 class _CountFn(beam.DoFn):
     """Passes records on, counting them for the progress line."""
 
@@ -116,6 +99,14 @@ class _CountFn(beam.DoFn):
 
     def finish_bundle(self):
         self._ticker.flush()
+
+
+class _CompleteFn(_CountFn):
+    """A record with every field present; counts the records read for the progress line."""
+
+    def process(self, record):
+        self._ticker.tick()
+        yield complete_datum(record)
 
 
 class ReadCounted(beam.PTransform):
