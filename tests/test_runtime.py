@@ -102,7 +102,7 @@ from apache_beam.io.filesystems import FileSystems
 from beamcrawl.transforms.storage.stores import load_filesystems_on_demand
 load_filesystems_on_demand(cli._deferred)
 from beamcrawl.transforms import fetch, generate, inject, updatedb  # noqa
-print(sorted(n for n in ('boto3', 'hdfs', 'pymongo') if sys.modules.get(n) is not None))
+print(sorted(n for n in ('boto3', 'hdfs', 'pymongo', 'pyarrow') if sys.modules.get(n) is not None))
 print(type(FileSystems.get_filesystem('/tmp/x')).__name__)
 print(type(FileSystems.get_filesystem('s3://bucket/x')).__name__, 'boto3' in sys.modules)
 from apache_beam.io.aws.clients.s3 import boto3_client
@@ -121,7 +121,7 @@ def test_the_program_loads_the_s3_and_hdfs_filesystems_when_a_path_names_them():
     import sys
     out = subprocess.run([sys.executable, '-c', _DEFERRED_SCRIPT], capture_output=True,
                          text=True, check=True).stdout.splitlines()
-    assert out[0] == '[]'                          # nothing of S3, HDFS or MongoDB yet
+    assert out[0] == '[]'                   # nothing of S3, HDFS, MongoDB or Arrow yet
     assert out[1] == 'LocalFileSystem'
     assert out[2] == 'S3FileSystem True'
     assert out[3] == 'True'

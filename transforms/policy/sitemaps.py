@@ -31,7 +31,6 @@ import urllib.parse
 import zlib
 from typing import Dict, List, Optional, Sequence
 
-from lxml import etree
 
 __all__ = ['SitemapLimits', 'SitemapBounds', 'SitemapSettings', 'SitemapEntry', 'ParsedSitemap',
            'parse_sitemap', 'sitemap_scope', 'site_scope', 'sitemap_host', 'in_scope',
@@ -267,6 +266,7 @@ class _Reader:
 
 
 def _parse_xml(data: bytes, reader: _Reader) -> None:
+    from lxml import etree       # here: the fetcher imports this module's constants only
     result = reader.result
     events = etree.iterparse(io.BytesIO(data), events=('start', 'end'), resolve_entities=False,
                              no_network=True, load_dtd=False, huge_tree=False,
@@ -339,6 +339,7 @@ def parse_sitemap(body: bytes, url: str, limits: SitemapLimits,
     if not start:
         return result
     if start.startswith(b'<'):
+        from lxml import etree
         try:
             _parse_xml(data, reader)
         except etree.LxmlError as e:
