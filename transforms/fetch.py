@@ -52,9 +52,8 @@ class _FetchFn(beam.DoFn):
     def start_bundle(self):
         self._fetcher = self._journal = None
 
-    @staticmethod
-    def _drain(fetcher: Fetcher, journal: JournalWriter, wait: float) -> None:
-        results = fetcher.take(wait=wait)
+    def _drain(self, fetcher: Fetcher, journal: JournalWriter, wait: float) -> None:
+        results = fetcher.take(wait=wait, batch=self.settings.journal_batch_s if wait else 0.0)
         try:
             journal.write(results)
         except OSError:           # a full disk...: no new request; what was written stays

@@ -188,7 +188,8 @@ def fetcher_settings(cfg, threads: Optional[int] = None) -> 'FetcherSettings':
         store_warc=cfg['fetcher.store.warc'],
         max_url_length=cfg['db.max.outlink.length'],
         progress_s=cfg['fetcher.progress.seconds'],
-        journal_roll_s=cfg['fetcher.journal.roll.seconds'])
+        journal_roll_s=cfg['fetcher.journal.roll.seconds'],
+        journal_batch_s=cfg['fetcher.journal.batch.seconds'])
 
 
 def http_settings(cfg, threads: int) -> 'HttpSettings':

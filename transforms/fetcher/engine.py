@@ -101,6 +101,7 @@ class Fetcher:
         self.left = 0                      # generated URLs left unfetched by an interrupt
         self._seen = set()
         self._closed = self._stopped = self._no_more = self._interrupted = False
+        self._ended = threading.Event()           # set with _stopped
         self.started = time.time()
         self._threads = [threading.Thread(target=self._work, name=f'fetcher-{i}', daemon=True)
                          for i in range(settings.threads)]
@@ -128,11 +129,18 @@ class Fetcher:
         with self.cond:
             return self.queues.pending_count + self.queues.in_progress_count
 
-    def take(self, wait: float = 0.0) -> List[Tuple[str, dict]]:
-        """Output records produced so far ((part name, record) pairs); waits up to `wait` s."""
+    def take(self, wait: float = 0.0, batch: float = 0.0) -> List[Tuple[str, dict]]:
+        """Output records produced so far ((part name, record) pairs); waits up to `wait` s
+        for the first, then `batch` s for others to join it, unless the fetch ends first. The
+        batch wait sleeps apart from the fetch threads' events: a caller woken at every
+        result would compete with them for the interpreter."""
         with self.cond:
             if not self.results and wait > 0 and not self._stopped:
                 self.cond.wait(wait)
+            linger = batch > 0 and bool(self.results) and not self._stopped
+        if linger:
+            self._ended.wait(batch)
+        with self.cond:
             out, self.results, self._result_bytes = self.results, [], 0
             self.cond.notify_all()            # fetch threads waiting for room go on
             return out
@@ -280,6 +288,7 @@ class Fetcher:
                     if self._closed and self.queues.pending_count == 0 \
                             and self.queues.in_progress_count == 0:
                         self._stopped = True
+                        self._ended.set()
                         self.cond.notify_all()
                         self._wake_fetchers(everyone=True)
                         return
@@ -303,7 +312,10 @@ class Fetcher:
                     self.queues.set_crawl_delay(queue.qid, outcome.crawl_delay)
                 if outcome.meta is not None:
                     outcome.meta['fetch.delay'] = repr(self.queues.delay_of(queue))
-                dropped = self.queues.finish(queue, time.time(), response_time=outcome.elapsed,
+                # The delay runs from the end of the request (the Requester's clock, before
+                # its records were made), as the politeness audit measures it.
+                dropped = self.queues.finish(queue, outcome.end or time.time(),
+                                             response_time=outcome.elapsed,
                                              exception=outcome.protocol == 'exception',
                                              asap=outcome.asap)
                 self._record(item, outcome)

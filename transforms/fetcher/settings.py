@@ -31,3 +31,4 @@ class FetcherSettings:
     max_url_length: int               # db.max.outlink.length (redirect targets)
     progress_s: float                 # fetcher.progress.seconds
     journal_roll_s: float             # fetcher.journal.roll.seconds (stores that cannot append)
+    journal_batch_s: float            # fetcher.journal.batch.seconds
