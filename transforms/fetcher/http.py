@@ -1,21 +1,20 @@
-"""HTTP for the fetcher: one pooled requests.Session per fetcher, no automatic redirects,
-conditional GET, a content limit, and gzip/deflate decoded here with a hard cap on decoded bytes
-(urllib3's decoder is bypassed so that a gzip bomb cannot exhaust memory). Every request runs
-under the guards of guard.py: a deadline for the whole request, and (without a proxy) the
-address policy checked on the address actually connected to. With `keep_exchange`, a response
-also carries the exchange as it went over the wire (for WARC records:
+"""HTTP for the fetcher: one pool of connections per fetcher (urllib3, the transport under
+`requests`, used directly: half the CPU per request, docs/performance.md), no automatic
+redirects, conditional GET, a content limit, and gzip/deflate decoded here with a hard cap on
+decoded bytes (urllib3's decoder is bypassed so that a gzip bomb cannot exhaust memory). Every
+request runs under the guards of guard.py: a deadline for the whole request, and (without a
+proxy) the address policy checked on the address actually connected to. With `keep_exchange`, a
+response also carries the exchange as it went over the wire (for WARC records:
 transforms/storage/warc.py)."""
 
 import dataclasses
 import email.utils
 import time
-import urllib.parse
 import zlib
 from typing import Optional
 
-import requests
+import certifi
 import urllib3
-from requests.adapters import HTTPAdapter
 
 from beamcrawl.transforms.fetcher.guard import DeniedAddress, Watchdog, guarded_pool_classes
 from beamcrawl.transforms.policy.addresses import AddressPolicy
@@ -88,48 +87,33 @@ class _Decoder:
         return bool(self._tail)
 
 
-class _GuardedAdapter(HTTPAdapter):
-    """requests' adapter with the guarded connection pools, for proxies too."""
-
-    def __init__(self, pool_classes, **kwargs):
-        self._pool_classes = pool_classes
-        super().__init__(**kwargs)
-
-    def init_poolmanager(self, *args, **kwargs):
-        super().init_poolmanager(*args, **kwargs)
-        self.poolmanager.pool_classes_by_scheme = self._pool_classes
-
-    def proxy_manager_for(self, *args, **kwargs):
-        manager = super().proxy_manager_for(*args, **kwargs)
-        manager.pool_classes_by_scheme = self._pool_classes
-        return manager
-
-
 class HttpClient:
-    """GET without following redirects; thread-safe (requests' pool is)."""
+    """GET without following redirects; thread-safe (urllib3's pools are).
+
+    The request on the wire is the one `requests` sends (its default headers, an absolute URL
+    to a forwarding proxy, CONNECT for https through one, TLS verified against certifi's
+    bundle); only its Python layers are left out: a session merging settings and cookies that
+    the fetcher never has, and a Response object around urllib3's."""
 
     def __init__(self, settings: HttpSettings):
         self.settings = settings
         self.watchdog = Watchdog()
-        self.session = requests.Session()
         # Through a proxy the peer is the proxy; names are the proxy's to resolve.
         peer_policy = None if settings.proxy else settings.address
-        adapter = _GuardedAdapter(guarded_pool_classes(self.watchdog, peer_policy),
-                                  pool_connections=settings.pool_size,
-                                  pool_maxsize=settings.pool_size, max_retries=0)
-        self.session.mount('http://', adapter)
-        self.session.mount('https://', adapter)
-        self.session.headers.update({
-            'User-Agent': settings.user_agent, 'Accept': settings.accept,
-            'Accept-Language': settings.accept_language, 'Accept-Encoding': 'gzip, deflate'})
-        self.session.trust_env = False
-        self._headers = dict(self.session.headers)
-        self.proxies = ({'http': settings.proxy, 'https': settings.proxy}
-                        if settings.proxy else {})
+        pools = dict(num_pools=settings.pool_size, maxsize=settings.pool_size,
+                     cert_reqs='CERT_REQUIRED', ca_certs=certifi.where())
+        self.manager = (urllib3.ProxyManager(settings.proxy, **pools) if settings.proxy
+                        else urllib3.PoolManager(**pools))
+        self.manager.pool_classes_by_scheme = guarded_pool_classes(self.watchdog, peer_policy)
+        self.headers = {'User-Agent': settings.user_agent, 'Accept-Encoding': 'gzip, deflate',
+                        'Accept': settings.accept, 'Connection': 'keep-alive',
+                        'Accept-Language': settings.accept_language}
+        connect = min(settings.timeout_s, settings.deadline_s)
+        self.timeout = urllib3.Timeout(connect=connect, read=settings.timeout_s)
 
     def close(self) -> None:
         self.watchdog.close()
-        self.session.close()
+        self.manager.clear()
 
     def cut_all(self) -> None:
         """Ends every request in flight now, and every later one as it starts (they fail as
@@ -138,45 +122,60 @@ class HttpClient:
 
     def get(self, url: str, *, modified_time: int = 0, etag: Optional[str] = None,
             limit: Optional[int] = None) -> HttpResponse:
-        headers = {}
-        if self.settings.if_modified_since and modified_time > 0:
-            headers['If-Modified-Since'] = http_date(modified_time)
-        if etag:
-            headers['If-None-Match'] = etag
+        headers = self.headers
+        if (self.settings.if_modified_since and modified_time > 0) or etag:
+            headers = dict(headers)
+            if self.settings.if_modified_since and modified_time > 0:
+                headers['If-Modified-Since'] = http_date(modified_time)
+            if etag:
+                headers['If-None-Match'] = etag
         start = time.time()
         deadline = start + self.settings.deadline_s
         self.watchdog.begin(deadline)
         resp = None
+        complete = False
         try:
-            # Sent through the adapter: Session.get would read a redirect's body itself, with
-            # urllib3's unbounded decoder, even when not following redirects.
-            prepared = self._prepare(url, headers)
-            timeout = (min(self.settings.timeout_s, self.settings.deadline_s),
-                       self.settings.timeout_s)
-            resp = self.session.get_adapter(url).send(prepared, stream=True, timeout=timeout,
-                                                      proxies=self.proxies)
-            original = getattr(resp.raw, '_original_response', None)
+            # urllib3's own reading of the URL: the host IDNA-encoded, characters a request
+            # line cannot carry percent-encoded (as requests sent it).
+            target = urllib3.util.parse_url(url)
+            if target.scheme not in ('http', 'https') or not target.host:
+                raise ValueError(f'not an http(s) URL: {url[:200]}')
+            path = target.request_uri
+            pool = self.manager.connection_from_host(target.host, target.port, target.scheme)
+            if self.settings.proxy and target.scheme == 'http':
+                # a forwarding proxy gets the absolute URL (without credentials or fragment)
+                wire = urllib3.util.Url(target.scheme, host=target.host, port=target.port,
+                                        path=target.path, query=target.query).url
+            else:
+                wire = path               # a server, or a proxy's CONNECT tunnel: the path
+            resp = pool.urlopen('GET', wire, headers=headers, redirect=False,
+                                assert_same_host=False, preload_content=False,
+                                decode_content=False, retries=False, timeout=self.timeout)
+            original = getattr(resp, '_original_response', None)
             if original is not None:     # a header block cut short is a failure, not a 200
                 urllib3.util.response.assert_header_parsing(original.msg)
             raw = [] if self.settings.keep_exchange else None
             # the connection goes back to the pool once the body is read: its peer first
             peer = None if self.settings.proxy else \
-                getattr(getattr(resp.raw, '_connection', None), 'peer_address', None)
+                getattr(getattr(resp, '_connection', None), 'peer_address', None)
             body, truncated = self._read(resp, self.settings.content_limit if limit is None
                                          else limit, deadline, raw)
-            result = HttpResponse(url, resp.status_code, Headers(resp.headers), body, truncated)
+            complete = not truncated
+            result = HttpResponse(url, resp.status, Headers(resp.headers), body, truncated)
             if raw is not None:
-                result.exchange = self._exchange(url, prepared, resp, b''.join(raw), start,
-                                                 truncated, peer)
+                result.exchange = self._exchange(url, target.netloc, path, headers, resp,
+                                                 b''.join(raw), start, truncated, peer)
         except DeniedAddress as e:
             result = HttpResponse(url, None, Headers(), error=str(e), denied=True)
-        except (requests.RequestException, urllib3.exceptions.HTTPError, OSError, ValueError,
-                zlib.error, _DeadlinePassed) as e:
+        except (urllib3.exceptions.HTTPError, OSError, ValueError, zlib.error,
+                _DeadlinePassed) as e:
             result = HttpResponse(url, None, Headers(resp.headers if resp is not None else None),
                                   error=_describe(e))
         finally:
             if resp is not None:
-                resp.close()
+                if not complete:      # a body not read to its end: the connection is dropped
+                    resp.close()
+                resp.release_conn()
             cut = self.watchdog.end()
         if cut:      # a body may even look complete to urllib3 once its socket was shut down
             result = HttpResponse(url, None, result.headers, cut=True, error=(
@@ -185,32 +184,19 @@ class HttpClient:
         result.elapsed = time.time() - start
         return result
 
-    def _prepare(self, url: str, headers: dict) -> requests.PreparedRequest:
-        """The GET request of `url` with the session's headers and `headers`: what
-        Session.prepare_request makes, at a sixth of its cost (80 µs a request: it merges
-        settings and cookies, with typing-protocol checks). The session has neither cookies nor
-        auth nor hooks: responses reach it through the adapter, which keeps no cookie."""
-        prepared = requests.PreparedRequest()
-        prepared.prepare_method('GET')
-        prepared.prepare_url(url, None)
-        prepared.prepare_headers({**self._headers, **headers} if headers else self._headers)
-        prepared.prepare_body(None, None)
-        return prepared
-
     @staticmethod
-    def _exchange(url: str, prepared, resp, body: bytes, start: float, truncated: bool,
-                  peer: Optional[str]) -> RawExchange:
-        target = urllib.parse.urlsplit(prepared.url)
-        lines = [f'{prepared.method} {prepared.path_url} HTTP/1.1', f'Host: {target.netloc}']
-        lines += [f'{name}: {value}' for name, value in prepared.headers.items()]
+    def _exchange(url: str, netloc: str, path: str, headers: dict, resp, body: bytes,
+                  start: float, truncated: bool, peer: Optional[str]) -> RawExchange:
+        lines = [f'GET {path} HTTP/1.1', f'Host: {netloc}']
+        lines += [f'{name}: {value}' for name, value in headers.items()]
         request = ('\r\n'.join(lines) + '\r\n\r\n').encode('iso-8859-1', 'replace')
-        original = getattr(resp.raw, '_original_response', None)
+        original = getattr(resp, '_original_response', None)
         if original is not None:
             version = 'HTTP/1.0' if original.version == 10 else 'HTTP/1.1'
             status = f'{version} {original.status} {original.reason}'.rstrip()
             headers = list(original.msg.items())
         else:
-            status = f'HTTP/1.1 {resp.status_code} {resp.reason or ""}'.rstrip()
+            status = f'HTTP/1.1 {resp.status} {resp.reason or ""}'.rstrip()
             headers = list(resp.headers.items())
         return RawExchange(url, request, status, headers, body, int(start * 1000),
                            truncated, peer)
@@ -225,7 +211,7 @@ class HttpClient:
         if decoder and encoding == 'x-gzip':
             decoder = _Decoder('gzip')
         parts, size = [], 0
-        for received in resp.raw.stream(_CHUNK, decode_content=False):
+        for received in resp.stream(_CHUNK, decode_content=False):
             if raw is not None:
                 raw.append(received)
             data = decoder.feed(received, cap + 1 - size) if decoder else received
