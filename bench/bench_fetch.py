@@ -6,6 +6,10 @@ at once. The shortest possible fetch takes M = max over hosts of ((n − 1) · d
 server's log) against M, the whole command's wall time, the median and minimum gap between
 consecutive fetches of a host, and the fetch command's peak RSS.
 
+The commands run as on a user's machine, where Python keeps the modules' bytecode after their
+first import: PYTHONDONTWRITEBYTECODE, when set (as on this project's build machines), is left
+out of their environment (else every command compiles beamcrawl's modules again: 0.05 s).
+
     python bench/bench_fetch.py [--hosts 300] [--pages 15] [--slow 6] [--delay 1.0] [--threads 30]
 """
 
@@ -25,6 +29,7 @@ sys.path.insert(0, ROOT)
 from tests.testweb import Page, TestWeb, html_page  # noqa: E402
 
 CLI = [sys.executable, '-m', 'beamcrawl.pipelines.cli']
+ENV = {k: v for k, v in os.environ.items() if k != 'PYTHONDONTWRITEBYTECODE'}
 
 
 def arguments(parser):
@@ -59,8 +64,9 @@ def prepare(web, sites, args, crawl, seeds):
             '-D', f'http.proxy.port={web.port}', '-D', f'fetcher.server.delay={args.delay}',
             '-D', 'domain.extra.suffixes=test']
     subprocess.run(CLI + ['inject', crawl, seeds] + conf, cwd=ROOT, check=True,
-                   capture_output=True)
-    subprocess.run(CLI + ['generate', crawl] + conf, cwd=ROOT, check=True, capture_output=True)
+                   capture_output=True, env=ENV)
+    subprocess.run(CLI + ['generate', crawl] + conf, cwd=ROOT, check=True, capture_output=True,
+                   env=ENV)
     return conf
 
 
@@ -100,7 +106,7 @@ def main():
         web.clear_log()
         start = time.time()
         proc = subprocess.run(CLI + ['fetch', crawl, '--threads', str(args.threads)] + conf,
-                              cwd=ROOT, capture_output=True, text=True)
+                              cwd=ROOT, capture_output=True, text=True, env=ENV)
         end = time.time()
         if proc.returncode != 0:
             print(proc.stderr[-3000:])

@@ -1,5 +1,5 @@
 """HTTP for the fetcher: one pool of connections per fetcher (urllib3, the transport under
-`requests`, used directly: half the CPU per request, docs/performance.md), no automatic
+`requests`, used directly without its layers: docs/performance.md), no automatic
 redirects, conditional GET, a content limit, and gzip/deflate decoded here with a hard cap on
 decoded bytes (urllib3's decoder is bypassed so that a gzip bomb cannot exhaust memory). Every
 request runs under the guards of guard.py: a deadline for the whole request, and (without a
