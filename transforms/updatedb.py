@@ -226,7 +226,8 @@ class UpdateReducer(JoinReducer):
     def _write_links_only(self, url, status, raw, values, out, counts) -> bool:
         """A kept crawldb record (as its bytes) whose update brings no fetch: written with its
         score patched (policy.updatedb.merge_links_only), not decoded and encoded again.
-        False when the values hold a fetch or the record's metadata is not empty."""
+        False when the values hold anything but links and signatures (a fetch, another old
+        record) or the record's metadata is not empty."""
         links = []
         for kind, record in values:
             if kind == LINK:
@@ -249,6 +250,12 @@ class UpdateReducer(JoinReducer):
             if len(values) == 1 and values[0][0] == OLD_RAW:
                 statuses[values[0][2]] += 1
                 out.write_raw(values[0][1], url, values[0][2])
+                continue
+            first = values[0]
+            # The old record comes first (old units precede the segment's); the map kept it
+            # as it is, so an update of links alone patches its score, as write_joined does.
+            if first[0] == OLD_RAW and len(values) > 1 and \
+                    self._write_links_only(url, first[2], first[1], values[1:], out, counts):
                 continue
             olds, news = [], []
             for value in values:
