@@ -128,6 +128,16 @@ class UpdateMapper(Mapper):
     def map(self, unit: Unit, counts):
         rules = self.rules
         old = unit.tag == OLD_INPUT
+        if old and unit.raw_ok and not (rules.purge_gone or rules.filter_urls or
+                                        rules.normalize):
+            # No rule looks past the status: the records are split out of their blocks, not
+            # decoded (a crawldb in our schema without keys files, mapped whole).
+            statuses = self._statuses
+            for url, status, raw in container.read_datum_keys(unit.path, unit.blocks):
+                status = statuses.get(status)
+                if status is not None:          # not a crawldb status: dropped, as old_kept does
+                    yield url, (OLD_RAW, raw, status)
+            return
         raw_ok = old and rules.keeps_urls
         encode = not unit.raw_ok
         for record, raw in container.read_records(unit.path, unit.blocks,

@@ -22,7 +22,8 @@ from typing import Callable, Dict, Optional, Tuple
 
 from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, STATUSES
 
-__all__ = ['encode_datum', 'encoder_for', 'varint', 'datum_score_offset', 'score_at', 'with_score']
+__all__ = ['encode_datum', 'encoder_for', 'varint', 'datum_score_offset', 'score_at', 'with_score',
+           'split_datums']
 
 _FIELDS = tuple(f['name'] for f in CRAWL_DATUM_SCHEMA['fields'])
 assert _FIELDS == ('url', 'status', 'fetch_time', 'modified_time', 'fetch_interval', 'retries',
@@ -184,3 +185,95 @@ def score_at(raw: bytes, offset: int) -> float:
 def with_score(raw: bytes, offset: int, score: float) -> bytes:
     """The encoded record with its score (at `offset`, from datum_score_offset) replaced."""
     return raw[:offset] + _FLOAT.pack(score) + raw[offset + 4:]
+
+
+# -- records split out of a block, without decoding them -----------------------------------------
+# Where only a record's URL, status and bytes are wanted (an old crawldb record that an update
+# copies as it is), reading its fields' lengths costs a fraction of decoding it into a dict
+# (docs/performance.md).
+
+_STATUS_NAMES = tuple(STATUSES)
+_FOUR_VARINTS = re.compile(rb'(?:[\x80-\xff]{0,9}[\x00-\x7f]){4}')
+
+
+def split_datums(data: bytes, count: int) -> Optional[list]:
+    """[(url, status, encoded record)] of a block's `count` records (its data, decompressed, in
+    CRAWL_DATUM_SCHEMA); None when the data is not exactly that many well-formed records (the
+    caller decodes it with fastavro then, which says what is wrong)."""
+    out = []
+    append = out.append
+    four = _FOUR_VARINTS.match
+    statuses = _STATUS_NAMES
+    pos = 0
+    try:
+        for _ in range(count):
+            start = pos
+            b = data[pos]
+            if b < 0x80:                            # the URL's length, one byte (< 64)
+                length, pos = b >> 1, pos + 1
+            else:
+                length, pos = _varint_at(data, pos)
+            if length < 0:
+                return None
+            end = pos + length
+            url = data[pos:end].decode('utf-8')
+            b = data[end]
+            if b >= 0x80 or b & 1:                  # the status: a small non-negative index
+                return None
+            status = statuses[b >> 1]
+            m = four(data, end + 1)                 # fetch_time ... retries
+            if m is None:
+                return None
+            pos = m.end() + 4                       # the score: a float
+            b = data[pos]
+            if b == 0:                              # signature: null
+                pos += 1
+            elif b == 2:                            # signature: bytes
+                length, pos = _varint_at(data, pos + 1)
+                if length < 0:
+                    return None
+                pos += length
+            else:
+                return None
+            if data[pos] == 0:                      # metadata: an empty map
+                pos += 1
+            else:
+                while True:
+                    entries, pos = _varint_at(data, pos)
+                    if entries == 0:
+                        break
+                    if entries < 0:                 # a block with its byte size
+                        entries = -entries
+                        _, pos = _varint_at(data, pos)
+                    for _ in range(2 * entries):
+                        length, pos = _varint_at(data, pos)
+                        if length < 0:
+                            return None
+                        data[pos:pos + length].decode('utf-8')
+                        pos += length
+            b = data[pos]
+            if b == 0:                              # protocol_status: null
+                pos += 1
+            elif b == 2:                            # protocol_status: a string
+                length, pos = _varint_at(data, pos + 1)
+                if length < 0:
+                    return None
+                data[pos:pos + length].decode('utf-8')
+                pos += length
+            else:
+                return None
+            b = data[pos]
+            if b == 0:                              # http_code: null
+                pos += 1
+            elif b == 2:                            # http_code: an int
+                code, pos = _varint_at(data, pos + 1)
+                if not _INT_MIN <= code <= _INT_MAX:
+                    return None
+            else:
+                return None
+            if pos > len(data):
+                return None
+            append((url, status, data[start:pos]))
+    except (IndexError, UnicodeDecodeError):
+        return None
+    return out if pos == len(data) else None
