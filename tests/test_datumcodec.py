@@ -9,7 +9,8 @@ import random
 import fastavro
 import pytest
 
-from beamcrawl.transforms.storage.datumcodec import (datum_score_offset, encode_datum, score_at,
+from beamcrawl.transforms.storage.datumcodec import (datum_score_offset, decode_datum,
+                                                     decode_datums, encode_datum, score_at,
                                                      split_datums, varint, with_score)
 from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, STATUSES, crawl_datum
 
@@ -116,22 +117,39 @@ def test_cut_or_garbled_bytes_give_no_offset_or_a_valid_one():
     assert datum_score_offset(b'\xff' * 40) is None
 
 
-def _fastavro_split(data, count):
-    """What fastavro reads in a block: [(url, status, the record's bytes)]."""
+def _fastavro_read(data, count):
+    """What fastavro reads in a block: [(record, its bytes)]."""
     buf, out, start = io.BytesIO(data), [], 0
     for _ in range(count):
         record = fastavro.schemaless_reader(buf, SCHEMA)
-        out.append((record['url'], record['status'], data[start:buf.tell()]))
+        out.append((record, data[start:buf.tell()]))
         start = buf.tell()
     return out
 
 
-def _random_records(seed, n):
+def _fastavro_split(data, count):
+    """What fastavro reads in a block: [(url, status, the record's bytes)]."""
+    return [(r['url'], r['status'], raw) for r, raw in _fastavro_read(data, count)]
+
+
+def _same(decoded, expected):
+    """decode_datums' result is fastavro's (a NaN score equal to a NaN score)."""
+    assert len(decoded) == len(expected)
+    for (record, raw), (other, other_raw) in zip(decoded, expected):
+        assert raw == other_raw and list(record) == list(other)
+        for field, value in record.items():
+            assert value == other[field] or (field == 'score' and math.isnan(value)
+                                             and math.isnan(other[field])), (field, record)
+            assert type(value) is type(other[field])
+
+
+def _random_records(seed, n, bits=64):
     rnd = random.Random(seed)
+    top = 1 << (bits - 1)
     alphabet = 'abc/:?=&é日\u00a0%'
     return [crawl_datum(
         'http://' + ''.join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 90))),
-        rnd.choice(STATUSES), fetch_time=rnd.randint(-(1 << 63), (1 << 63) - 1),
+        rnd.choice(STATUSES), fetch_time=rnd.randint(-top, top - 1),
         fetch_interval=rnd.randint(-(1 << 31), (1 << 31) - 1),
         modified_time=rnd.choice([0, NOW, rnd.randint(-(1 << 40), 1 << 40)]),
         retries=rnd.randint(0, 300), score=rnd.uniform(-1e30, 1e30),
@@ -180,3 +198,55 @@ def test_cut_garbled_or_miscounted_blocks_do_not_split():
         split = split_datums(bytes(garbled), 20)
         if split is not None:
             assert split == _fastavro_split(bytes(garbled), 20)
+
+
+def _63_bits(record):
+    return all(-(1 << 62) <= record[f] < 1 << 62 for f in ('fetch_time', 'modified_time'))
+
+
+def test_a_block_decodes_into_the_records_fastavro_reads():
+    for records in ([r for r in PLAIN if _63_bits(r)], _random_records(7, 3000, bits=63),
+                    [_datum(url='u' * 70)], []):
+        data = b''.join(_fastavro(r) for r in records)
+        _same(decode_datums(data, len(records)), _fastavro_read(data, len(records)))
+
+
+def test_a_long_of_64_bits_is_left_to_fastavro():
+    for record in (_datum(fetch_time=(1 << 63) - 1), _datum(modified_time=-(1 << 63))):
+        data = _fastavro(record)
+        assert decode_datums(data, 1) is None
+        assert split_datums(data, 1) is not None          # the split reads no value
+
+
+def test_a_map_in_blocks_with_their_sizes_decodes_too():
+    raw = _fastavro(_datum(metadata={'k': 'v', 'x': 'yz'}))
+    entries = b'\x04\x02k\x02v\x02x\x04yz'
+    assert entries in raw
+    data = raw.replace(entries + b'\x00', varint(-2) + varint(9) + entries[1:] + b'\x00') + raw
+    assert data[:len(raw)] != raw
+    _same(decode_datums(data, 2), _fastavro_read(data, 2))
+
+
+def test_cut_garbled_or_miscounted_blocks_do_not_decode():
+    data = b''.join(_fastavro(r) for r in _random_records(9, 20, bits=63))
+    assert decode_datums(data, 20) is not None
+    assert decode_datums(data, 19) is None
+    assert decode_datums(data, 21) is None
+    for end in range(0, len(data), 7):
+        assert decode_datums(data[:end], 20) is None
+    rnd = random.Random(4)
+    for _ in range(2000):           # garbled: not decoded, or decoded as fastavro does
+        garbled = bytearray(data)
+        for _ in range(rnd.randint(1, 3)):
+            garbled[rnd.randrange(len(garbled))] = rnd.randrange(256)
+        decoded = decode_datums(bytes(garbled), 20)
+        if decoded is not None:
+            _same(decoded, _fastavro_read(bytes(garbled), 20))
+
+
+def test_one_record_decodes_as_fastavro_reads_it():
+    for record in PLAIN:                # 64-bit longs too: fastavro reads those
+        raw = _fastavro(record)
+        _same([(decode_datum(raw), raw)], [(_decode(raw), raw)])
+    with pytest.raises(Exception):
+        decode_datum(b'\x02a\x7e')     # no such status: fastavro says so

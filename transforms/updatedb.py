@@ -25,8 +25,8 @@ from beamcrawl.transforms.policy.urls import UrlPolicy
 from beamcrawl.transforms.runners.runtime import workers_of
 from beamcrawl.transforms.storage import container
 from beamcrawl.transforms.storage.databases import DbLayout, DbUpdate
-from beamcrawl.transforms.storage.datumcodec import (datum_score_offset, encode_datum, score_at,
-                                                     with_score)
+from beamcrawl.transforms.storage.datumcodec import (datum_score_offset, decode_datum,
+                                                     encode_datum, score_at, with_score)
 from beamcrawl.transforms.storage.records import (CRAWL_DATUM_SCHEMA, DB_STATUSES, FETCH_STATUSES,
                                                   complete_datum)
 
@@ -182,6 +182,9 @@ class UpdateReducer(JoinReducer):
 
     def complete(self, record):
         return complete_datum(record)
+
+    def decode(self, raw):
+        return decode_datum(raw)
 
     def old_items(self, record, raw, counts):
         return UpdateMapper(self.map_rules).old_item(record, raw, raw is not None, counts)

@@ -30,7 +30,8 @@ from apache_beam.io.filesystems import FileSystems
 
 from beamcrawl.transforms.base.errors import InputError
 from beamcrawl.transforms.storage import fs
-from beamcrawl.transforms.storage.datumcodec import split_datums, varint
+from beamcrawl.transforms.storage.datumcodec import decode_datums, split_datums, varint
+from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA
 
 __all__ = ['Header', 'Block', 'MAGIC', 'NATIVE_CODECS', 'check_regular', 'read_header',
            'scan_blocks', 'read_records', 'read_datum_keys', 'read_long', 'read_block',
@@ -193,6 +194,22 @@ def read_records(path: str, offsets: Optional[List[int]] = None,
                 raise ValueError(f'codec {header.codec} cannot be read block by block')
             if offsets is None:
                 offsets = [b.offset for b in scan_blocks(path)[1]]
+            if reader_schema is None and header.schema == _datum_schema():
+                # CrawlDatum records, decoded here (datumcodec.decode_datums: less than half
+                # fastavro's cost); a block that does not decode cleanly is left to fastavro.
+                for offset in offsets:
+                    count, data = read_block(f, offset)
+                    if header.codec == 'deflate':
+                        data = zlib.decompress(data, -15)
+                    decoded = decode_datums(data, count)
+                    if decoded is None:
+                        decoded = _decoded_by_fastavro(data, count, header.schema)
+                    if with_raw:
+                        yield from decoded
+                    else:
+                        for record, _ in decoded:
+                            yield record, None
+                return
             if not with_raw:
                 # The blocks after the file's own header, decoded by fastavro's reader: about
                 # 20% faster than record by record, when no record's bytes are wanted.
@@ -228,6 +245,28 @@ def read_records(path: str, offsets: Optional[List[int]] = None,
         raise unreadable(path, e) from None
 
 
+_DATUM_SCHEMA = []
+
+
+def _datum_schema() -> dict:
+    """CRAWL_DATUM_SCHEMA parsed by fastavro (as a Header's schema is), parsed once."""
+    if not _DATUM_SCHEMA:
+        _DATUM_SCHEMA.append(fastavro.parse_schema(CRAWL_DATUM_SCHEMA))
+    return _DATUM_SCHEMA[0]
+
+
+def _decoded_by_fastavro(data: bytes, count: int, schema: dict) -> List[Tuple[dict, bytes]]:
+    out = []
+    buf = io.BytesIO(data)
+    start = 0
+    for _ in range(count):
+        record = fastavro.schemaless_reader(buf, schema, None)
+        end = buf.tell()
+        out.append((record, data[start:end]))
+        start = end
+    return out
+
+
 def read_datum_keys(path: str, offsets: List[int]) -> Iterator[Tuple[str, str, bytes]]:
     """(url, status, encoded bytes) of the records of the blocks at `offsets` of a crawldb
     part in CRAWL_DATUM_SCHEMA (null or deflate codec: a Unit with raw_ok), without decoding
@@ -244,14 +283,8 @@ def read_datum_keys(path: str, offsets: List[int]) -> Iterator[Tuple[str, str, b
                     data = zlib.decompress(data, -15)
                 split = split_datums(data, count)
                 if split is None:
-                    split = []
-                    buf = io.BytesIO(data)
-                    start = 0
-                    for _ in range(count):
-                        record = fastavro.schemaless_reader(buf, header.schema, None)
-                        end = buf.tell()
-                        split.append((record['url'], record['status'], data[start:end]))
-                        start = end
+                    split = [(record['url'], record['status'], raw) for record, raw
+                             in _decoded_by_fastavro(data, count, header.schema)]
                 yield from split
     except (OSError, ValueError, EOFError, KeyError, TypeError, IndexError,
             zlib.error) as e:
