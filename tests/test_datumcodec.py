@@ -250,3 +250,18 @@ def test_one_record_decodes_as_fastavro_reads_it():
         _same([(decode_datum(raw), raw)], [(_decode(raw), raw)])
     with pytest.raises(Exception):
         decode_datum(b'\x02a\x7e')     # no such status: fastavro says so
+
+
+def test_blocks_of_new_times_are_left_to_fastavro_and_tried_again_later():
+    from beamcrawl.transforms.storage.datumcodec import HandDecoder
+    rnd = random.Random(2)
+    repeated = b''.join(_fastavro(_datum(url=f'http://a.test/{i}')) for i in range(50))
+    new = b''.join(_fastavro(_datum(url=f'http://a.test/{i}', fetch_time=rnd.randrange(1 << 50),
+                                    modified_time=rnd.randrange(1 << 50))) for i in range(50))
+    hand = HandDecoder()
+    assert hand.decode(repeated, 50) is not None
+    assert hand.decode(new, 50) is not None              # decoded, but it brought new times:
+    for _ in range(HandDecoder.PROBE - 1):
+        assert hand.decode(repeated, 50) is None         # fastavro's for a while
+    assert hand.decode(repeated, 50) is not None         # then tried again
+    assert hand.decode(repeated, 50) is not None

@@ -30,7 +30,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from beamcrawl.transforms.base.errors import InputError
 from beamcrawl.transforms.storage import fs
-from beamcrawl.transforms.storage.datumcodec import decode_datums, split_datums, varint
+from beamcrawl.transforms.storage.datumcodec import HandDecoder, split_datums, varint
 from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA
 
 __all__ = ['Header', 'Block', 'MAGIC', 'NATIVE_CODECS', 'check_regular', 'read_header',
@@ -196,12 +196,14 @@ def read_records(path: str, offsets: Optional[List[int]] = None,
                 offsets = [b.offset for b in scan_blocks(path)[1]]
             if reader_schema is None and header.schema == _datum_schema():
                 # CrawlDatum records, decoded here (datumcodec.decode_datums: less than half
-                # fastavro's cost); a block that does not decode cleanly is left to fastavro.
+                # fastavro's cost where times repeat, HandDecoder decides); a block that does
+                # not decode cleanly is left to fastavro.
+                hand = HandDecoder()
                 for offset in offsets:
                     count, data = read_block(f, offset)
                     if header.codec == 'deflate':
                         data = zlib.decompress(data, -15)
-                    decoded = decode_datums(data, count)
+                    decoded = hand.decode(data, count)
                     if decoded is None:
                         decoded = _decoded_by_fastavro(data, count, header.schema)
                     if with_raw:

@@ -26,7 +26,7 @@ import fastavro
 from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, STATUSES
 
 __all__ = ['encode_datum', 'encoder_for', 'varint', 'datum_score_offset', 'score_at', 'with_score',
-           'split_datums', 'decode_datums', 'decode_datum']
+           'split_datums', 'decode_datums', 'decode_datum', 'HandDecoder']
 
 _FIELDS = tuple(f['name'] for f in CRAWL_DATUM_SCHEMA['fields'])
 assert _FIELDS == ('url', 'status', 'fetch_time', 'modified_time', 'fetch_interval', 'retries',
@@ -284,20 +284,25 @@ def split_datums(data: bytes, count: int) -> Optional[list]:
 
 # -- records decoded by hand ---------------------------------------------------------------------
 # fastavro's schemaless_reader costs about 3 µs a CrawlDatum record, most of it per call; read
-# here, a block's records cost less than half that (docs/performance.md). The four varints after
-# the status are taken by one regex; their values are remembered by their bytes (times,
-# intervals and retry counts repeat: the URLs added by one update share their fetch time).
+# here, a block's records cost less than half that when their times repeat (docs/performance.md).
+# The four varints after the status are taken by one regex; their values are remembered by their
+# bytes (the URLs one update added share their fetch time, intervals and retry counts repeat).
+# A value decoded in Python costs more than fastavro's C: where most records bring new times
+# (fetched pages), `HandDecoder` leaves the blocks to fastavro.
 
 _FOUR_LONGS = re.compile(rb'([\x80-\xff]{0,8}[\x00-\x7f])([\x80-\xff]{0,8}[\x00-\x7f])'
                          rb'([\x80-\xff]{0,8}[\x00-\x7f])([\x80-\xff]{0,8}[\x00-\x7f])')
 
 
 class _Decoded(dict):
-    """Long values by their encoded bytes (at most 9 bytes: 63 bits), remembered."""
+    """Long values by their encoded bytes (at most 9 bytes: 63 bits), remembered; `misses`
+    counts the values that were not."""
 
     limit = 50_000
+    misses = 0
 
     def __missing__(self, data: bytes) -> int:
+        self.misses += 1
         if len(self) >= self.limit:
             self.clear()
         value = self[data] = _varint_at(data, 0)[0]
@@ -406,6 +411,28 @@ def decode_datums(data: bytes, count: int) -> Optional[list]:
     except (IndexError, UnicodeDecodeError):
         return None
     return out if pos == size else None
+
+
+class HandDecoder:
+    """Decides, block by block along one file, whether decode_datums pays: while a block's
+    records bring fewer new long values than there are records, the next block is decoded by
+    hand; after a block that brought more, the next `PROBE` - 1 blocks are left to fastavro
+    (None), and the one after is tried again."""
+
+    PROBE = 8
+
+    def __init__(self):
+        self.skip = 0
+
+    def decode(self, data: bytes, count: int) -> Optional[list]:
+        if self.skip:
+            self.skip -= 1
+            return None
+        before = _LONG_OF.misses
+        decoded = decode_datums(data, count)
+        if _LONG_OF.misses - before > count:
+            self.skip = self.PROBE - 1
+        return decoded
 
 
 def decode_datum(raw: bytes) -> dict:
