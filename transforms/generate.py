@@ -27,8 +27,8 @@ from beamcrawl.transforms.policy.urlparts import scheme_host
 from beamcrawl.transforms.policy.urls import UrlPolicy
 from beamcrawl.transforms.storage import container, fs, segments
 from beamcrawl.transforms.storage.databases import DbLayout, DbUpdate
-from beamcrawl.transforms.storage.parts import ReadCrawlDb, Record, WriteParts
 from beamcrawl.transforms.storage.datumcodec import decode_datum
+from beamcrawl.transforms.storage.parts import ReadCrawlDb, Record, WriteParts
 from beamcrawl.transforms.storage.partwriter import write_avro_file
 from beamcrawl.transforms.storage.records import (CRAWL_DATUM_SCHEMA, METADATA_GENERATE_TIME,
                                                   complete_datum)
