@@ -58,3 +58,24 @@ def test_damaged_files_are_input_errors_naming_the_file(tmp_path, damage):
         units.avro_units([('old', path)], schema=CRAWL_DATUM_SCHEMA, per_unit=100)
         list(container.read_records(path))
     assert str(e.value).startswith(path + ': ')
+
+
+@pytest.mark.parametrize('codec', ['null', 'deflate'])
+def test_crawldb_records_read_by_hand_are_the_ones_fastavro_reads(tmp_path, codec):
+    records = datums(1500)
+    for i in range(0, 1500, 97):        # a long of 64 bits: its block is read by fastavro
+        records[i] = dict(records[i], fetch_time=(1 << 63) - 1)
+    path = str(tmp_path / 'a.avro')
+    schema = fastavro.parse_schema(CRAWL_DATUM_SCHEMA)
+    with open(path, 'wb') as f:
+        fastavro.writer(f, schema, records, codec=codec, sync_interval=3000)
+    with open(path, 'rb') as f:
+        expected = list(fastavro.reader(f))
+    assert expected == records
+    got = list(container.read_records(path))
+    assert [r for r, _ in got] == expected
+    assert all(fastavro.schemaless_reader(io.BytesIO(raw), schema) == r for r, raw in got)
+    assert [r for r, raw in container.read_records(path, with_raw=False)] == expected
+    assert [(url, status, raw) for url, status, raw in container.read_datum_keys(
+        path, [b.offset for b in container.scan_blocks(path)[1]])] == \
+        [(r['url'], r['status'], raw) for r, raw in got]

@@ -1,5 +1,6 @@
 """datumcodec: CrawlDatum records encoded by hand give fastavro's bytes, or are left to
-fastavro; the score is found and replaced inside encoded records."""
+fastavro; the score is found and replaced inside encoded records; records split out of a block
+are the ones fastavro reads there."""
 
 import io
 import math
@@ -8,8 +9,9 @@ import random
 import fastavro
 import pytest
 
-from beamcrawl.transforms.storage.datumcodec import (datum_score_offset, encode_datum, score_at,
-                                                     with_score)
+from beamcrawl.transforms.storage.datumcodec import (datum_score_offset, decode_datum,
+                                                     decode_datums, encode_datum, score_at,
+                                                     split_datums, varint, with_score)
 from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, STATUSES, crawl_datum
 
 SCHEMA = fastavro.parse_schema(CRAWL_DATUM_SCHEMA)
@@ -113,3 +115,153 @@ def test_cut_or_garbled_bytes_give_no_offset_or_a_valid_one():
     for end in range(len(raw)):
         assert datum_score_offset(raw[:end]) in (None, datum_score_offset(raw))
     assert datum_score_offset(b'\xff' * 40) is None
+
+
+def _fastavro_read(data, count):
+    """What fastavro reads in a block: [(record, its bytes)]."""
+    buf, out, start = io.BytesIO(data), [], 0
+    for _ in range(count):
+        record = fastavro.schemaless_reader(buf, SCHEMA)
+        out.append((record, data[start:buf.tell()]))
+        start = buf.tell()
+    return out
+
+
+def _fastavro_split(data, count):
+    """What fastavro reads in a block: [(url, status, the record's bytes)]."""
+    return [(r['url'], r['status'], raw) for r, raw in _fastavro_read(data, count)]
+
+
+def _same(decoded, expected):
+    """decode_datums' result is fastavro's (a NaN score equal to a NaN score)."""
+    assert len(decoded) == len(expected)
+    for (record, raw), (other, other_raw) in zip(decoded, expected):
+        assert raw == other_raw and list(record) == list(other)
+        for field, value in record.items():
+            assert value == other[field] or (field == 'score' and math.isnan(value)
+                                             and math.isnan(other[field])), (field, record)
+            assert type(value) is type(other[field])
+
+
+def _random_records(seed, n, bits=64):
+    rnd = random.Random(seed)
+    top = 1 << (bits - 1)
+    alphabet = 'abc/:?=&é日\u00a0%'
+    return [crawl_datum(
+        'http://' + ''.join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 90))),
+        rnd.choice(STATUSES), fetch_time=rnd.randint(-top, top - 1),
+        fetch_interval=rnd.randint(-(1 << 31), (1 << 31) - 1),
+        modified_time=rnd.choice([0, NOW, rnd.randint(-(1 << 40), 1 << 40)]),
+        retries=rnd.randint(0, 300), score=rnd.uniform(-1e30, 1e30),
+        signature=rnd.choice([None, rnd.randbytes(rnd.randint(0, 200))]),
+        metadata={str(rnd.random()): 'v' * rnd.randint(0, 200) for _ in range(rnd.randint(0, 4))},
+        protocol_status=rnd.choice([None, 'notfetching', 'ü' * rnd.randint(0, 80)]),
+        http_code=rnd.choice([None, 0, 404, rnd.randint(-(1 << 31), (1 << 31) - 1)]))
+        for _ in range(n)]
+
+
+def test_a_block_splits_into_the_records_fastavro_reads():
+    for records in (PLAIN, _random_records(7, 3000), [_datum(url='u' * 70)], []):
+        data = b''.join(_fastavro(r) for r in records)
+        split = split_datums(data, len(records))
+        assert split == _fastavro_split(data, len(records))
+        assert [(url, status) for url, status, _ in split] == \
+            [(r['url'], r['status']) for r in records]
+
+
+def test_a_map_in_blocks_with_their_sizes_splits_too():
+    # Avro lets a writer give a map block's count negated and followed by its byte size;
+    # fastavro writes none, another writer may.
+    raw = _fastavro(_datum(metadata={'k': 'v'}))
+    entries = b'\x02k\x02v'
+    assert entries in raw
+    other = raw.replace(varint(1) + entries + b'\x00',
+                        varint(-1) + varint(len(entries)) + entries + varint(0))
+    assert other != raw
+    data = other + raw
+    assert split_datums(data, 2) == _fastavro_split(data, 2)
+
+
+def test_cut_garbled_or_miscounted_blocks_do_not_split():
+    data = b''.join(_fastavro(r) for r in _random_records(9, 20))
+    assert split_datums(data, 19) is None           # bytes left over
+    assert split_datums(data, 21) is None           # a record missing
+    for end in range(0, len(data), 7):
+        assert split_datums(data[:end], 20) is None
+    assert split_datums(b'\x02a\x7e' + b'\x00' * 20, 1) is None   # no such status
+    assert split_datums(b'\x02\xff\x00' + b'\x00' * 20, 1) is None  # a URL not in UTF-8
+    rnd = random.Random(3)
+    for _ in range(2000):           # garbled: no split, or the one fastavro reads
+        garbled = bytearray(data)
+        for _ in range(rnd.randint(1, 3)):
+            garbled[rnd.randrange(len(garbled))] = rnd.randrange(256)
+        split = split_datums(bytes(garbled), 20)
+        if split is not None:
+            assert split == _fastavro_split(bytes(garbled), 20)
+
+
+def _63_bits(record):
+    return all(-(1 << 62) <= record[f] < 1 << 62 for f in ('fetch_time', 'modified_time'))
+
+
+def test_a_block_decodes_into_the_records_fastavro_reads():
+    for records in ([r for r in PLAIN if _63_bits(r)], _random_records(7, 3000, bits=63),
+                    [_datum(url='u' * 70)], []):
+        data = b''.join(_fastavro(r) for r in records)
+        _same(decode_datums(data, len(records)), _fastavro_read(data, len(records)))
+
+
+def test_a_long_of_64_bits_is_left_to_fastavro():
+    for record in (_datum(fetch_time=(1 << 63) - 1), _datum(modified_time=-(1 << 63))):
+        data = _fastavro(record)
+        assert decode_datums(data, 1) is None
+        assert split_datums(data, 1) is not None          # the split reads no value
+
+
+def test_a_map_in_blocks_with_their_sizes_decodes_too():
+    raw = _fastavro(_datum(metadata={'k': 'v', 'x': 'yz'}))
+    entries = b'\x04\x02k\x02v\x02x\x04yz'
+    assert entries in raw
+    data = raw.replace(entries + b'\x00', varint(-2) + varint(9) + entries[1:] + b'\x00') + raw
+    assert data[:len(raw)] != raw
+    _same(decode_datums(data, 2), _fastavro_read(data, 2))
+
+
+def test_cut_garbled_or_miscounted_blocks_do_not_decode():
+    data = b''.join(_fastavro(r) for r in _random_records(9, 20, bits=63))
+    assert decode_datums(data, 20) is not None
+    assert decode_datums(data, 19) is None
+    assert decode_datums(data, 21) is None
+    for end in range(0, len(data), 7):
+        assert decode_datums(data[:end], 20) is None
+    rnd = random.Random(4)
+    for _ in range(2000):           # garbled: not decoded, or decoded as fastavro does
+        garbled = bytearray(data)
+        for _ in range(rnd.randint(1, 3)):
+            garbled[rnd.randrange(len(garbled))] = rnd.randrange(256)
+        decoded = decode_datums(bytes(garbled), 20)
+        if decoded is not None:
+            _same(decoded, _fastavro_read(bytes(garbled), 20))
+
+
+def test_one_record_decodes_as_fastavro_reads_it():
+    for record in PLAIN:                # 64-bit longs too: fastavro reads those
+        raw = _fastavro(record)
+        _same([(decode_datum(raw), raw)], [(_decode(raw), raw)])
+    with pytest.raises(Exception):
+        decode_datum(b'\x02a\x7e')     # no such status: fastavro says so
+
+
+def test_blocks_of_new_times_are_left_to_fastavro_and_tried_again_later():
+    from beamcrawl.transforms.storage.datumcodec import HandDecoder
+    rnd = random.Random(2)
+    repeated = b''.join(_fastavro(_datum(url=f'http://a.test/{i}')) for i in range(50))
+    new = b''.join(_fastavro(_datum(url=f'http://a.test/{i}', fetch_time=rnd.randrange(1 << 50),
+                                    modified_time=rnd.randrange(1 << 50))) for i in range(50))
+    hand = HandDecoder()
+    assert hand.decode(repeated, 50) is not None
+    assert hand.decode(new, 50) is not None              # decoded, but it brought new times:
+    for _ in range(HandDecoder.PROBE - 1):
+        assert hand.decode(repeated, 50) is None         # fastavro's for a while
+    assert hand.decode(repeated, 50) is not None         # then tried again
+    assert hand.decode(repeated, 50) is not None

@@ -8,14 +8,12 @@ Shape (the design card's "host-keyed GroupByKey with top-N combiners"):
 Without a per-host cap the global step is a plain Top-N combiner.
 """
 
-import io
 import pickle
 import typing
 from operator import itemgetter
 from typing import Dict, Optional, Tuple
 
 import apache_beam as beam
-import fastavro
 from apache_beam.transforms.combiners import ToList
 from apache_beam.transforms.window import GlobalWindows
 
@@ -29,6 +27,7 @@ from beamcrawl.transforms.policy.urlparts import scheme_host
 from beamcrawl.transforms.policy.urls import UrlPolicy
 from beamcrawl.transforms.storage import container, fs, segments
 from beamcrawl.transforms.storage.databases import DbLayout, DbUpdate
+from beamcrawl.transforms.storage.datumcodec import decode_datum
 from beamcrawl.transforms.storage.parts import ReadCrawlDb, Record, WriteParts
 from beamcrawl.transforms.storage.partwriter import write_avro_file
 from beamcrawl.transforms.storage.records import (CRAWL_DATUM_SCHEMA, METADATA_GENERATE_TIME,
@@ -43,13 +42,10 @@ def _truncate(items: list, keep: int) -> None:
     del items[keep:]
 
 
-_DATUM = fastavro.parse_schema(CRAWL_DATUM_SCHEMA)
-
-
 def _decoded(record) -> dict:
     """A candidate as a dict (it may travel as its encoded bytes, see _SelectFn)."""
     if isinstance(record, bytes):
-        return fastavro.schemaless_reader(io.BytesIO(record), _DATUM)
+        return decode_datum(record)
     return record
 
 

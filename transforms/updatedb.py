@@ -25,8 +25,8 @@ from beamcrawl.transforms.policy.urls import UrlPolicy
 from beamcrawl.transforms.runners.runtime import workers_of
 from beamcrawl.transforms.storage import container
 from beamcrawl.transforms.storage.databases import DbLayout, DbUpdate
-from beamcrawl.transforms.storage.datumcodec import (datum_score_offset, encode_datum, score_at,
-                                                     with_score)
+from beamcrawl.transforms.storage.datumcodec import (datum_score_offset, decode_datum,
+                                                     encode_datum, score_at, with_score)
 from beamcrawl.transforms.storage.records import (CRAWL_DATUM_SCHEMA, DB_STATUSES, FETCH_STATUSES,
                                                   complete_datum)
 
@@ -128,6 +128,16 @@ class UpdateMapper(Mapper):
     def map(self, unit: Unit, counts):
         rules = self.rules
         old = unit.tag == OLD_INPUT
+        if old and unit.raw_ok and not (rules.purge_gone or rules.filter_urls or
+                                        rules.normalize):
+            # No rule looks past the status: the records are split out of their blocks, not
+            # decoded (a crawldb in our schema without keys files, mapped whole).
+            statuses = self._statuses
+            for url, status, raw in container.read_datum_keys(unit.path, unit.blocks):
+                status = statuses.get(status)
+                if status is not None:          # not a crawldb status: dropped, as old_kept does
+                    yield url, (OLD_RAW, raw, status)
+            return
         raw_ok = old and rules.keeps_urls
         encode = not unit.raw_ok
         for record, raw in container.read_records(unit.path, unit.blocks,
@@ -172,6 +182,9 @@ class UpdateReducer(JoinReducer):
 
     def complete(self, record):
         return complete_datum(record)
+
+    def decode(self, raw):
+        return decode_datum(raw)
 
     def old_items(self, record, raw, counts):
         return UpdateMapper(self.map_rules).old_item(record, raw, raw is not None, counts)
@@ -226,7 +239,8 @@ class UpdateReducer(JoinReducer):
     def _write_links_only(self, url, status, raw, values, out, counts) -> bool:
         """A kept crawldb record (as its bytes) whose update brings no fetch: written with its
         score patched (policy.updatedb.merge_links_only), not decoded and encoded again.
-        False when the values hold a fetch or the record's metadata is not empty."""
+        False when the values hold anything but links and signatures (a fetch, another old
+        record) or the record's metadata is not empty."""
         links = []
         for kind, record in values:
             if kind == LINK:
@@ -249,6 +263,12 @@ class UpdateReducer(JoinReducer):
             if len(values) == 1 and values[0][0] == OLD_RAW:
                 statuses[values[0][2]] += 1
                 out.write_raw(values[0][1], url, values[0][2])
+                continue
+            first = values[0]
+            # The old record comes first (old units precede the segment's); the map kept it
+            # as it is, so an update of links alone patches its score, as write_joined does.
+            if first[0] == OLD_RAW and len(values) > 1 and \
+                    self._write_links_only(url, first[2], first[1], values[1:], out, counts):
                 continue
             olds, news = [], []
             for value in values:

@@ -1,7 +1,9 @@
 """Faster searches for the URL filter's regexes, from the structure of Python's own regex parser
 (re._parser, re._constants: Python 3.11+). A filter rule is searched in every URL; most rules
 are anchored at the end (`[.](gif|jpg)$`) or start with any character, and searching only the
-tail of the URL, or matching from its start, gives the same answer in a fraction of the time
+tail of the URL, or matching from its start, gives the same answer in a fraction of the time.
+A rule whose every match holds some punctuation character several times (Nutch's loop rule
+`.*(/[^/]+)/[^/]+\1/[^/]+\1/`: six slashes) is not searched in a URL that holds fewer
 (docs/performance.md). Pure Python."""
 
 import re
@@ -34,12 +36,81 @@ class _AnyChar:
         return bool(url) and (url[0] != '\n' or self.regex.search(url) is not None)
 
 
+class _Counted:
+    """`search` for a rule whose matches all hold at least `count` times the character `char`:
+    a URL holding it fewer times cannot hold a match, and counting is cheaper than searching
+    (the loop rule: 1.1 µs per URL searched, 0.06 µs counted)."""
+
+    def __init__(self, search, char, count):
+        self.search, self.char, self.count = search, char, count
+
+    def __call__(self, url):
+        if url.count(self.char) < self.count:
+            return None
+        return self.search(url)
+
+
 def searcher(regex):
-    """A callable equal to regex.search for a filter rule, faster for two usual shapes."""
+    """A callable equal to regex.search for a filter rule, faster for three usual shapes."""
     if regex.pattern == '.' and not regex.flags & (re.S | re.M):
         return _AnyChar(regex)
     width = _tail_width(regex)
-    return _TailSearch(regex, width) if width is not None else regex.search
+    search = _TailSearch(regex, width) if width is not None else regex.search
+    required = _required_counts(regex)
+    if required:
+        char, count = max(required.items(), key=lambda item: (item[1], item[0]))
+        if count >= 2:          # one `/` or `.` is in nearly every URL: not worth counting
+            return _Counted(search, char, count)
+    return search
+
+
+def _required_counts(regex) -> dict:
+    """{character: the least number of times every match of the pattern holds it}, for ASCII
+    characters that are neither letters nor digits (no case-insensitive match can stand for
+    them); {} when the pattern cannot be parsed here."""
+    from re import _constants as c  # the standard parser of re (Python ≥ 3.11)
+    from re import _parser
+    try:
+        tree = _parser.parse(regex.pattern, regex.flags)
+    except Exception:  # pylint: disable=broad-except  (any doubt: no requirement)
+        return {}
+    groups = {}
+
+    def plus(a, b, times=1):
+        out = dict(a)
+        for ch, n in b.items():
+            out[ch] = out.get(ch, 0) + n * times
+        return out
+
+    def sequence(items) -> dict:
+        total = {}
+        for op, arg in items:
+            total = plus(total, node(op, arg))
+        return total
+
+    def node(op, arg) -> dict:
+        if op is c.LITERAL:
+            ch = chr(arg)
+            return {ch: 1} if ch.isascii() and not ch.isalnum() else {}
+        if op is c.SUBPATTERN:
+            counts = sequence(arg[3])
+            if arg[0] is not None:
+                groups[arg[0]] = counts
+            return counts
+        if op in (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT):
+            low, _, sub = arg
+            return plus({}, sequence(sub), low) if low else {}
+        if op is c.ATOMIC_GROUP:
+            return sequence(arg)
+        if op is c.BRANCH:
+            alternatives = [sequence(alt) for alt in arg[1]]
+            return {ch: min(alt.get(ch, 0) for alt in alternatives)
+                    for ch in alternatives[0] if all(ch in alt for alt in alternatives)}
+        if op is c.GROUPREF:    # the group matched before, so the same text is here again
+            return dict(groups.get(arg, {}))
+        return {}               # classes, any, anchors, lookarounds: nothing certain
+
+    return {ch: n for ch, n in sequence(list(tree)).items() if n > 0}
 
 
 def _tail_width(regex) -> Optional[int]:

@@ -16,13 +16,17 @@ a union is the branch's index and the value; a map is blocks of (count, keys and
 by a count of 0; a float is 4 bytes little-endian.
 """
 
+import io
 import re
 import struct
 from typing import Callable, Dict, Optional, Tuple
 
+import fastavro
+
 from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, STATUSES
 
-__all__ = ['encode_datum', 'encoder_for', 'varint', 'datum_score_offset', 'score_at', 'with_score']
+__all__ = ['encode_datum', 'encoder_for', 'varint', 'datum_score_offset', 'score_at', 'with_score',
+           'split_datums', 'decode_datums', 'decode_datum', 'HandDecoder']
 
 _FIELDS = tuple(f['name'] for f in CRAWL_DATUM_SCHEMA['fields'])
 assert _FIELDS == ('url', 'status', 'fetch_time', 'modified_time', 'fetch_interval', 'retries',
@@ -184,3 +188,263 @@ def score_at(raw: bytes, offset: int) -> float:
 def with_score(raw: bytes, offset: int, score: float) -> bytes:
     """The encoded record with its score (at `offset`, from datum_score_offset) replaced."""
     return raw[:offset] + _FLOAT.pack(score) + raw[offset + 4:]
+
+
+# -- records split out of a block, without decoding them -----------------------------------------
+# Where only a record's URL, status and bytes are wanted (an old crawldb record that an update
+# copies as it is), reading its fields' lengths costs a fraction of decoding it into a dict
+# (docs/performance.md).
+
+_STATUS_NAMES = tuple(STATUSES)
+_FOUR_VARINTS = re.compile(rb'(?:[\x80-\xff]{0,9}[\x00-\x7f]){4}')
+
+
+def split_datums(data: bytes, count: int) -> Optional[list]:
+    """[(url, status, encoded record)] of a block's `count` records (its data, decompressed, in
+    CRAWL_DATUM_SCHEMA); None when the data is not exactly that many well-formed records (the
+    caller decodes it with fastavro then, which says what is wrong)."""
+    out = []
+    append = out.append
+    four = _FOUR_VARINTS.match
+    statuses = _STATUS_NAMES
+    pos = 0
+    try:
+        for _ in range(count):
+            start = pos
+            b = data[pos]
+            if b < 0x80:                            # the URL's length, one byte (< 64)
+                length, pos = b >> 1, pos + 1
+            else:
+                length, pos = _varint_at(data, pos)
+            if length < 0:
+                return None
+            end = pos + length
+            url = data[pos:end].decode('utf-8')
+            b = data[end]
+            if b >= 0x80 or b & 1:                  # the status: a small non-negative index
+                return None
+            status = statuses[b >> 1]
+            m = four(data, end + 1)                 # fetch_time ... retries
+            if m is None:
+                return None
+            pos = m.end() + 4                       # the score: a float
+            b = data[pos]
+            if b == 0:                              # signature: null
+                pos += 1
+            elif b == 2:                            # signature: bytes
+                length, pos = _varint_at(data, pos + 1)
+                if length < 0:
+                    return None
+                pos += length
+            else:
+                return None
+            if data[pos] == 0:                      # metadata: an empty map
+                pos += 1
+            else:
+                while True:
+                    entries, pos = _varint_at(data, pos)
+                    if entries == 0:
+                        break
+                    if entries < 0:                 # a block with its byte size
+                        entries = -entries
+                        _, pos = _varint_at(data, pos)
+                    for _ in range(2 * entries):
+                        length, pos = _varint_at(data, pos)
+                        if length < 0:
+                            return None
+                        data[pos:pos + length].decode('utf-8')
+                        pos += length
+            b = data[pos]
+            if b == 0:                              # protocol_status: null
+                pos += 1
+            elif b == 2:                            # protocol_status: a string
+                length, pos = _varint_at(data, pos + 1)
+                if length < 0:
+                    return None
+                data[pos:pos + length].decode('utf-8')
+                pos += length
+            else:
+                return None
+            b = data[pos]
+            if b == 0:                              # http_code: null
+                pos += 1
+            elif b == 2:                            # http_code: an int
+                code, pos = _varint_at(data, pos + 1)
+                if not _INT_MIN <= code <= _INT_MAX:
+                    return None
+            else:
+                return None
+            if pos > len(data):
+                return None
+            append((url, status, data[start:pos]))
+    except (IndexError, UnicodeDecodeError):
+        return None
+    return out if pos == len(data) else None
+
+
+# -- records decoded by hand ---------------------------------------------------------------------
+# fastavro's schemaless_reader costs about 3 µs a CrawlDatum record, most of it per call; read
+# here, a block's records cost less than half that when their times repeat (docs/performance.md).
+# The four varints after the status are taken by one regex; their values are remembered by their
+# bytes (the URLs one update added share their fetch time, intervals and retry counts repeat).
+# A value decoded in Python costs more than fastavro's C: where most records bring new times
+# (fetched pages), `HandDecoder` leaves the blocks to fastavro.
+
+_FOUR_LONGS = re.compile(rb'([\x80-\xff]{0,8}[\x00-\x7f])([\x80-\xff]{0,8}[\x00-\x7f])'
+                         rb'([\x80-\xff]{0,8}[\x00-\x7f])([\x80-\xff]{0,8}[\x00-\x7f])')
+
+
+class _Decoded(dict):
+    """Long values by their encoded bytes (at most 9 bytes: 63 bits), remembered; `misses`
+    counts the values that were not."""
+
+    limit = 50_000
+    misses = 0
+
+    def __missing__(self, data: bytes) -> int:
+        self.misses += 1
+        if len(self) >= self.limit:
+            self.clear()
+        value = self[data] = _varint_at(data, 0)[0]
+        return value
+
+
+_LONG_OF = _Decoded()
+
+
+def _string_at(data: bytes, pos: int) -> Tuple[str, int]:
+    length, pos = _varint_at(data, pos)
+    if length < 0:
+        raise IndexError('negative length')
+    end = pos + length
+    if end > len(data):
+        raise IndexError('cut short')
+    return data[pos:end].decode('utf-8'), end
+
+
+def decode_datums(data: bytes, count: int) -> Optional[list]:
+    """[(record, its encoded bytes)] of a block's `count` records (its data, decompressed, in
+    CRAWL_DATUM_SCHEMA): the dicts fastavro's reader gives. None when the data is not exactly
+    that many well-formed records or holds a long of more than 63 bits (the caller reads it
+    with fastavro then, which decides)."""
+    out = []
+    append = out.append
+    four = _FOUR_LONGS.match
+    longs = _LONG_OF
+    statuses = _STATUS_NAMES
+    unpack_float = _FLOAT.unpack_from
+    size = len(data)
+    pos = 0
+    try:
+        for _ in range(count):
+            start = pos
+            b = data[pos]
+            if b < 0x80:                            # the URL's length, one byte (< 64)
+                end = pos + 1 + (b >> 1)
+                if b & 1 or end > size:
+                    return None
+                url = data[pos + 1:end].decode('utf-8')
+            else:
+                url, end = _string_at(data, pos)
+            b = data[end]
+            if b >= 0x80 or b & 1:                  # the status: a small non-negative index
+                return None
+            status = statuses[b >> 1]
+            m = four(data, end + 1)                 # fetch_time, modified_time, interval, retries
+            if m is None:
+                return None
+            fetch_time, modified_time, interval, retries = m.groups()
+            pos = m.end()
+            if pos + 4 > size:
+                return None
+            score = unpack_float(data, pos)[0]
+            pos += 4
+            b = data[pos]
+            if b == 0:
+                signature = None
+                pos += 1
+            elif b == 2:
+                length, pos = _varint_at(data, pos + 1)
+                if length < 0 or pos + length > size:
+                    return None
+                signature = data[pos:pos + length]
+                pos += length
+            else:
+                return None
+            metadata = {}
+            if data[pos] == 0:
+                pos += 1
+            else:
+                while True:
+                    entries, pos = _varint_at(data, pos)
+                    if entries == 0:
+                        break
+                    if entries < 0:                 # a block with its byte size
+                        entries = -entries
+                        _, pos = _varint_at(data, pos)
+                    for _ in range(entries):
+                        key, pos = _string_at(data, pos)
+                        metadata[key], pos = _string_at(data, pos)
+            b = data[pos]
+            if b == 0:
+                protocol_status = None
+                pos += 1
+            elif b == 2:
+                protocol_status, pos = _string_at(data, pos + 1)
+            else:
+                return None
+            b = data[pos]
+            if b == 0:
+                http_code = None
+                pos += 1
+            elif b == 2:
+                http_code, pos = _varint_at(data, pos + 1)
+            else:
+                return None
+            if pos > size:
+                return None
+            append(({'url': url, 'status': status, 'fetch_time': longs[fetch_time],
+                     'modified_time': longs[modified_time], 'fetch_interval': longs[interval],
+                     'retries': longs[retries], 'score': score, 'signature': signature,
+                     'metadata': metadata, 'protocol_status': protocol_status,
+                     'http_code': http_code}, data[start:pos]))
+    except (IndexError, UnicodeDecodeError):
+        return None
+    return out if pos == size else None
+
+
+class HandDecoder:
+    """Decides, block by block along one file, whether decode_datums pays: while a block's
+    records bring fewer new long values than there are records, the next block is decoded by
+    hand; after a block that brought more, the next `PROBE` - 1 blocks are left to fastavro
+    (None), and the one after is tried again."""
+
+    PROBE = 8
+
+    def __init__(self):
+        self.skip = 0
+
+    def decode(self, data: bytes, count: int) -> Optional[list]:
+        if self.skip:
+            self.skip -= 1
+            return None
+        before = _LONG_OF.misses
+        decoded = decode_datums(data, count)
+        if _LONG_OF.misses - before > count:
+            self.skip = self.PROBE - 1
+        return decoded
+
+
+def decode_datum(raw: bytes) -> dict:
+    """One encoded record (CRAWL_DATUM_SCHEMA) as fastavro's reader gives it: by hand, or by
+    fastavro where decode_datums leaves it (which raises what fastavro raises)."""
+    decoded = decode_datums(raw, 1)
+    if decoded is not None:
+        return decoded[0][0]
+    return fastavro.schemaless_reader(io.BytesIO(raw), _parsed_schema())
+
+
+def _parsed_schema(cache=[]) -> dict:  # pylint: disable=dangerous-default-value
+    if not cache:
+        cache.append(fastavro.parse_schema(CRAWL_DATUM_SCHEMA))
+    return cache[0]
