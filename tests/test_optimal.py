@@ -14,7 +14,9 @@ from beamcrawl.transforms.policy.changerate import (HISTORY_KEY, LAST_FETCH_KEY,
 from beamcrawl.transforms.policy.optimal import (NO_HISTORY_BIN, NOT_PLANNED_BIN,
                                                  OptimalFetchSchedule, freshness, multiplier_for,
                                                  optimal_frequencies, optimal_intervals, rate_bin,
-                                                 record_bin, solve_multiplier)
+                                                 record_bin, solve_multiplier, dither,
+                                                 gain_per_fetch, page_key, record_gain,
+                                                 whole_rounds)
 from beamcrawl.transforms.policy.schedule import STATE_MODIFIED, STATE_NOTMODIFIED, STATE_UNKNOWN
 from tests.conftest import read_db, run_cli, write_seeds
 
@@ -143,7 +145,8 @@ def test_the_schedule_records_what_each_fetch_saw():
     t0 = 10 ** 12
     first = schedule.set_fetch_schedule(_record(), prev_fetch=0, prev_mod=0, fetch_time=t0,
                                         mod_time=0, state=STATE_UNKNOWN)
-    assert HISTORY_KEY not in first['metadata'] and first['fetch_interval'] == 30 * 86400
+    # Due at a whole round: half a round before the 30th day.
+    assert HISTORY_KEY not in first['metadata'] and first['fetch_interval'] == 29.5 * 86400
     assert first['metadata'][LAST_FETCH_KEY] == str(t0)
     second = schedule.set_fetch_schedule(first, prev_fetch=t0, prev_mod=0,
                                          fetch_time=t0 + 30 * DAY_MS, mod_time=0,
@@ -151,17 +154,62 @@ def test_the_schedule_records_what_each_fetch_saw():
     assert parse_history(second['metadata'][HISTORY_KEY]) == [(30.0, True)]
     rate = float(second['metadata'][RATE_KEY])
     assert rate == pytest.approx(estimate_rate([(30.0, True)], **PRIOR), rel=1e-5)
-    assert second['fetch_interval'] == 30 * 86400          # no multiplier yet: the default
+    assert second['fetch_interval'] == 29.5 * 86400        # no multiplier yet: the default
     planned = _schedule(multiplier=3.0).set_fetch_schedule(
         second, prev_fetch=0, prev_mod=0, fetch_time=t0 + 40 * DAY_MS, mod_time=0,
         state=STATE_NOTMODIFIED)
     history = [(30.0, True), (10.0, False)]
     days = optimal_intervals([estimate_rate(history, **PRIOR)], 3.0, 1.0, 90.0)[0]
-    assert planned['fetch_interval'] == round(days * 86400)
+    days = whole_rounds(days, 1.0, dither(page_key('http://a.test/'), t0 + 40 * DAY_MS))
+    assert planned['fetch_interval'] == round(float(days) * 86400)
     assert planned['fetch_time'] == t0 + 40 * DAY_MS + planned['fetch_interval'] * 1000
     assert record_bin(planned) == rate_bin(float(planned['metadata'][RATE_KEY]))
     assert record_bin(_record()) == NO_HISTORY_BIN
     assert record_bin(dict(planned, status='db_gone')) == NOT_PLANNED_BIN
+
+
+@pytest.mark.parametrize('days, u, offset', [
+    (1.0, 0.0, 0.5), (1.0, 0.99, 0.5),          # one round: due at the next round
+    (1.3, 0.29, 1.5), (1.3, 0.31, 0.5),         # 2 rounds with probability 0.3, else 1
+    (6.0, 0.5, 5.5), (0.2, 0.9, 0.5),           # never less than one round
+])
+def test_whole_rounds(days, u, offset):
+    assert float(whole_rounds(days, 1.0, u)) == pytest.approx(offset)
+    assert float(whole_rounds(days * 24, 24.0, u)) == pytest.approx(offset * 24)
+
+
+def test_whole_rounds_keep_the_planned_interval_on_average():
+    """The dither is spread evenly, so a page's rounds average its planned interval."""
+    times = np.arange(20000, dtype=np.int64) * 86400 * 1000 + 10 ** 12
+    u = dither(np.full(len(times), page_key('http://a.test/x')), times)
+    assert 0 <= u.min() and u.max() < 1 and abs(u.mean() - 0.5) < 0.01
+    rounds = whole_rounds(3.7, 1.0, u) + 0.5
+    assert rounds.mean() == pytest.approx(3.7, abs=0.02)
+    assert set(np.unique(rounds)) == {3.0, 4.0}
+
+
+@pytest.mark.parametrize('rate, days, gain', [
+    (0.1, 10.0, 1 - 2 / math.e),                # g(1)/1: at one mean change interval
+    (0.1, 0.0, 0.0),                            # just fetched: nothing to gain
+    (1.0, 1000.0, 1.0),                         # long stale: 1/λ
+    (0.0, 50.0, 0.0),                           # never changes: nothing to gain
+])
+def test_gain_per_fetch(rate, days, gain):
+    value = float(gain_per_fetch(rate, days))
+    assert value == pytest.approx(gain / rate if rate else 0.0, abs=1e-12)
+
+
+def test_record_gain_ranks_never_fetched_pages_first():
+    t0 = 10 ** 12
+    assert record_gain(_record(), t0, 1 / 30) == math.inf
+    slow = _record(**{LAST_FETCH_KEY: str(t0), RATE_KEY: '0.01'})
+    fast = _record(**{LAST_FETCH_KEY: str(t0), RATE_KEY: '10'})
+    no_rate = _record(**{LAST_FETCH_KEY: str(t0)})
+    now = t0 + 20 * DAY_MS
+    assert record_gain(slow, now, 1 / 30) == pytest.approx(float(gain_per_fetch(0.01, 20)))
+    assert record_gain(no_rate, now, 1 / 30) == pytest.approx(float(gain_per_fetch(1 / 30, 20)))
+    # the page that changes 10 times a day gains at most 1/10 of a day of freshness per fetch
+    assert record_gain(fast, now, 1 / 30) < record_gain(slow, now, 1 / 30)
 
 
 def test_the_lab_plans_as_the_schedule_does():
@@ -171,7 +219,7 @@ def test_the_lab_plans_as_the_schedule_does():
     schedule = _schedule(multiplier=2.5)
     lab = _ChangeRates(schedule, 3, plan_budget=1.0, round_days=1.0)
     lab.multiplier = 2.5
-    record = _record()
+    record = dict(_record(), url='http://lab.test/1')     # the lab's page 1
     visits = [(0.0, False, True), (12.0, True, False), (15.0, False, False), (35.0, True, False)]
     for day, changed, first in visits:
         planned = lab.fetched(np.array([1]), np.array([changed]), np.array([first]), day)[0]

@@ -49,6 +49,7 @@ CHANGE_MODELS = ('mixed', 'poisson', 'periodic')
 REFERENCE_POLICIES = ('uniform', 'proportional', 'optimal-known')
 _MEDIAN_DAYS, _SIGMA = 10.0, 1.5
 _NEVER_SHARE, _HOURLY_SHARE = 0.2, 0.05
+LAB_URL = 'http://lab.test/'       # page i's URL: LAB_URL + str(i)
 _T0 = 10 ** 12                       # a canonical "now" (ms) for the merge_url calls
 
 
@@ -253,16 +254,32 @@ class _ChangeRates:
         self.last = np.full(n, np.nan)
         self.rate = np.full(n, np.nan)
         self.multiplier = None
+        # The pages' URLs are http://lab.test/<index>; their keys start whole_rounds' dither.
+        from beamcrawl.transforms.policy.optimal import page_key
+        self.keys = np.array([page_key(f'{LAB_URL}{i}') for i in range(n)], dtype=np.uint64)
 
     def start_round(self) -> None:
-        from beamcrawl.transforms.policy.optimal import NO_HISTORY_BIN, multiplier_for, rate_bins
+        from beamcrawl.transforms.policy.optimal import NO_HISTORY_BIN, rate_bins
         known = ~np.isnan(self.rate)
         counts = np.bincount(rate_bins(self.rate[known]))
         histogram = {k: int(c) for k, c in enumerate(counts) if c}
         histogram[NO_HISTORY_BIN] = int(np.count_nonzero(~known))
-        self.multiplier = multiplier_for(histogram, self.budget,
-                                         self.s.default_interval / 86400.0, self.s.min_days,
-                                         self.s.max_days)
+        self.multiplier = self.s.solve(histogram, self.budget)
+
+    def select(self, due: np.ndarray, fetch_time: np.ndarray, budget: Optional[int], t: float
+               ) -> np.ndarray:
+        """Generate's choice with this schedule: the due pages, or the budget's worth of
+        them that gain most from a fetch now (policy/generate.py; pages never fetched
+        first), ties to the longest due."""
+        from beamcrawl.transforms.policy.optimal import gain_per_fetch
+        idx = np.flatnonzero(due)
+        if budget is None or len(idx) <= budget:
+            return idx
+        rate = np.where(np.isnan(self.rate[idx]), self.s.prior_rate, self.rate[idx])
+        last = self.last[idx]
+        gain = np.where(np.isnan(last), np.inf, gain_per_fetch(rate, t - last))
+        order = np.lexsort((idx, fetch_time[idx], -gain))
+        return idx[order[:budget]]
 
     def fetched(self, idx: np.ndarray, changed: np.ndarray, first: np.ndarray, t: float
                 ) -> np.ndarray:
@@ -288,7 +305,10 @@ class _ChangeRates:
             known = ~np.isnan(self.rate[idx])
             days[known] = optimal_intervals(self.rate[idx][known], self.multiplier,
                                             self.s.min_days, self.s.max_days)
-        return np.maximum(1.0, np.rint(days * 86400.0)) / 86400.0
+        from beamcrawl.transforms.policy.optimal import dither, whole_rounds
+        offset = whole_rounds(days, self.s.min_days,
+                              dither(self.keys[idx], np.rint(t * DAY_MS).astype(np.int64)))
+        return np.maximum(1.0, np.rint(offset * 86400.0)) / 86400.0
 
 
 def simulate_schedule(name: str, rules: UpdateRules, population: Population, *, days: int,
@@ -317,7 +337,9 @@ def simulate_schedule(name: str, rules: UpdateRules, population: Population, *, 
         t = r * step
         if rates is not None:
             rates.start_round()
-        chosen = _select(fetch_time <= t + 1e-9, fetch_time, budget)
+        due = fetch_time <= t + 1e-9
+        chosen = (_select(due, fetch_time, budget) if rates is None else
+                  rates.select(due, fetch_time, budget, t))
         if len(chosen):
             first = ~has_sig[chosen]
             changed, missed = truth.fetch(chosen, t)
