@@ -5,6 +5,7 @@ beamcrawl schedule-sim [--period-days D] [--steps N] [--schedule CLASS] [--quiet
                        [--plot FILE.png] [--conf FILE] [-D db.fetch.schedule.*=...]
 beamcrawl schedule-sim --population N [--change-model mixed|poisson|periodic] [--seed S]
                        [--days D] [--budget FETCHES_PER_DAY] [--round-hours H]
+                       [--last-modified-share SHARE]
                        [--schedules default,adaptive,mime-adaptive,optimal,uniform,proportional,
                                     optimal-known]
                        [--sweep inc_rate=0.1:0.5:0.1,dec_rate=...] [--json] [--plot FILE.png]
@@ -35,6 +36,9 @@ def add_arguments(parser):
     lab.add_argument('--change-model', choices=CHANGE_MODELS, default='mixed')
     lab.add_argument('--seed', type=int, default=1, help='random seed (default 1)')
     lab.add_argument('--days', type=float, default=365.0, help='days simulated (default 365)')
+    lab.add_argument('--last-modified-share', type=float, metavar='SHARE', default=None,
+                     help='share of pages whose server sends a true Last-Modified date '
+                          '(default 0.5; docs/schedules.md)')
     lab.add_argument('--budget', type=float, metavar='FETCHES_PER_DAY',
                      help='fetch at most this many pages a day (default: no budget)')
     lab.add_argument('--round-hours', type=float, default=24.0,
@@ -100,7 +104,12 @@ def _lab(args, cfg):
     if args.population < 1 or args.days <= 0 or args.round_hours <= 0 or \
             (args.budget is not None and args.budget <= 0):
         raise UserError('--population, --days, --round-hours and --budget must be positive')
-    population = freshness.make_population(args.population, args.change_model, args.seed)
+    share = (freshness.LAST_MODIFIED_SHARE if args.last_modified_share is None
+             else args.last_modified_share)
+    if not 0 <= share <= 1:
+        raise UserError('--last-modified-share must be between 0 and 1')
+    population = freshness.make_population(args.population, args.change_model, args.seed,
+                                           last_modified_share=share)
     names = [n.strip() for n in args.schedules.split(',') if n.strip()]
     budget = int(args.budget) if args.budget is not None else None
     # Without a budget the references spend what the default interval spends.
@@ -118,12 +127,13 @@ def _lab(args, cfg):
     if args.json:
         print(json.dumps({'population': args.population, 'change_model': args.change_model,
                           'seed': args.seed, 'days': args.days, 'budget': args.budget,
+                          'last_modified_share': share,
                           'results': [r.row() for r in results],
                           'sweep': [dict(r.row(), settings=s) for s, r in sweep]}, indent=1))
     else:
-        print(f'{args.population} pages ({args.change_model} changes, seed {args.seed}), '
-              f'{args.days:g} days, rounds every {args.round_hours:g} h, budget '
-              f'{args.budget if args.budget else "none"}')
+        print(f'{args.population} pages ({args.change_model} changes, seed {args.seed}, '
+              f'{share:.0%} with Last-Modified), {args.days:g} days, rounds every '
+              f'{args.round_hours:g} h, budget {args.budget if args.budget else "none"}')
         _table(results)
         if sweep:
             print(f'\nsweep of the adaptive schedule, best first '

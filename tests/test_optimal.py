@@ -45,10 +45,32 @@ def test_the_estimate_converges_to_the_true_rate(rate):
         assert np.mean(np.abs(est / rate - 1) < 0.10) > share_within
 
 
+@pytest.mark.parametrize('rate', [0.01, 0.1, 1.0, 10.0])
+def test_last_modified_dates_make_the_estimate_better(rate):
+    """With the date of each change (Last-Modified), the same 50 visits place more pages
+    within 10 % and 30 % of their rate, and the median stays within 5 % (the prior, centred
+    on one change in 30 days, pulls 10 changes a day down by about 4 %)."""
+    t, changed = _observed(rate, 50, 2000, seed=7)
+    rng = np.random.default_rng(8)
+    # the last change of a changed interval: an exponential time back, within the interval
+    age = np.where(changed, -np.log1p(-rng.random(t.shape) * -np.expm1(-rate * t)) / rate,
+                   np.nan)
+    plain = estimate_rates(t, changed, np.ones_like(changed), **PRIOR)
+    dated = estimate_rates(t, changed, np.ones_like(changed), age=age, **PRIOR)
+    assert abs(np.median(dated) / rate - 1) < 0.05
+    for within in (0.1, 0.3):
+        assert np.mean(np.abs(dated / rate - 1) < within) > \
+            np.mean(np.abs(plain / rate - 1) < within)
+
+
 def _log_posterior(lam, history, prior_rate, prior_sigma):
     out = -(math.log(lam) - math.log(prior_rate)) ** 2 / (2 * prior_sigma ** 2)
-    for days, changed in history:
-        out += math.log(-math.expm1(-lam * days)) if changed else -lam * days
+    for obs in history:
+        days, changed = obs[0], obs[1]
+        if len(obs) > 2:                       # a dated change: λ·e^(−λ·age)
+            out += math.log(lam) - lam * obs[2]
+        else:
+            out += math.log(-math.expm1(-lam * days)) if changed else -lam * days
     return out
 
 
@@ -56,6 +78,8 @@ def _log_posterior(lam, history, prior_rate, prior_sigma):
     [(30.0, True)], [(30.0, False)], [(1.0, True)] * 5, [(3.0, False), (10.0, True)],
     [(0.5, True), (0.5, False), (2.0, True), (7.0, False), (1.0, True)],
     [(90.0, False)] * 10, [(0.01, True)] * 20,
+    [(30.0, True, 2.0)], [(30.0, True, 29.0), (10.0, False), (5.0, True)],
+    [(3.0, True, 0.001)] * 5, [(1.0, True, 0.5)] * 30 + [(2.0, False)] * 3,
 ])
 def test_the_estimate_is_the_posterior_mode(history):
     """Against a brute-force search of the log posterior on a fine grid of log λ."""
@@ -83,6 +107,13 @@ def test_histories_are_kept_as_short_text():
     assert parse_history(text) == [(0.5, False), (30.0, True), (1.0, False)]
     assert parse_history('+280.junk.-.?zz.-1') == [(2.0, True), (1 / 1440, False)]
     assert format_history(parse_history(text)) == text
+    # a change dated by Last-Modified: `~` and the minutes from that date to the fetch
+    dated = observe(text, 2.0, True, keep=3, age=0.5)
+    assert dated.endswith('.+280~k0')
+    assert parse_history(dated)[-1] == (2.0, True, 0.5)
+    assert observe(None, 2.0, False, keep=3, age=0.5) == '-280'    # only a change is dated
+    assert format_history(parse_history(dated)) == dated
+    assert parse_history('+280~zz?.-1') == [(1 / 1440, False)]
 
 
 def test_the_optimum_meets_the_lagrange_conditions():
@@ -212,21 +243,57 @@ def test_record_gain_ranks_never_fetched_pages_first():
     assert record_gain(fast, now, 1 / 30) < record_gain(slow, now, 1 / 30)
 
 
-def test_the_lab_plans_as_the_schedule_does():
+@pytest.mark.parametrize('ages', [
+    [None, None, None, None],               # a server without Last-Modified
+    [40.0, 3.0, None, 0.5],                 # with it (a first fetch is dated too)
+])
+def test_the_lab_plans_as_the_schedule_does(ages):
     """The lab's vectorized side (freshness._ChangeRates) gives a fetched page the interval
-    that OptimalFetchSchedule gives it in updatedb, for the same history and multiplier."""
+    that OptimalFetchSchedule gives it in updatedb, for the same history and multiplier,
+    with and without Last-Modified dates."""
+    from beamcrawl.transforms.fetcher.http import http_date
     from beamcrawl.transforms.policy.freshness import _ChangeRates
     schedule = _schedule(multiplier=2.5)
     lab = _ChangeRates(schedule, 3, plan_budget=1.0, round_days=1.0)
     lab.multiplier = 2.5
     record = dict(_record(), url='http://lab.test/1')     # the lab's page 1
-    visits = [(0.0, False, True), (12.0, True, False), (15.0, False, False), (35.0, True, False)]
-    for day, changed, first in visits:
-        planned = lab.fetched(np.array([1]), np.array([changed]), np.array([first]), day)[0]
+    visits = [(400.0, False, True), (412.0, True, False), (415.0, False, False),
+              (435.0, True, False)]
+    for (day, changed, first), age in zip(visits, ages):
+        planned = lab.fetched(np.array([1]), np.array([changed]), np.array([first]), day,
+                              np.array([np.nan if age is None else age]))[0]
+        meta = dict(record['metadata'])
+        if age is not None:
+            meta['Last-Modified'] = http_date(int((day - age) * DAY_MS))
         record = schedule.set_fetch_schedule(
-            record, prev_fetch=0, prev_mod=0, fetch_time=int(day * DAY_MS), mod_time=0,
+            dict(record, metadata=meta), prev_fetch=0, prev_mod=0,
+            fetch_time=int(day * DAY_MS), mod_time=0,
             state=STATE_UNKNOWN if first else (STATE_MODIFIED if changed else STATE_NOTMODIFIED))
     assert planned * 86400 == pytest.approx(record['fetch_interval'], abs=1)
+    dated = [obs for obs in parse_history(record['metadata'][HISTORY_KEY]) if len(obs) > 2]
+    assert len(dated) == (3 if ages[0] else 0)
+
+
+def test_the_schedule_trusts_a_last_modified_date_only_when_it_can_be_true():
+    """A date after the fetch, or not after the previous fetch of a changed page (the server
+    stopped sending it, or it does not follow the content), dates nothing."""
+    from beamcrawl.transforms.fetcher.http import http_date
+    schedule = _schedule()
+    t0 = 10 ** 12
+    first = schedule.set_fetch_schedule(
+        _record(**{'Last-Modified': http_date(t0 - 5 * DAY_MS)}), prev_fetch=0, prev_mod=0,
+        fetch_time=t0, mod_time=0, state=STATE_UNKNOWN)
+    assert parse_history(first['metadata'][HISTORY_KEY]) == [(5.0, True, 5.0)]
+    for lm, dated in ((t0 + 8 * DAY_MS, (10.0, True, 2.0)), (t0 - DAY_MS, (10.0, True)),
+                      (t0 + 11 * DAY_MS, (10.0, True)), (None, (10.0, True))):
+        meta = dict(first['metadata'])
+        meta.pop('Last-Modified')
+        if lm is not None:
+            meta['Last-Modified'] = http_date(lm)
+        second = schedule.set_fetch_schedule(
+            dict(first, metadata=meta), prev_fetch=t0, prev_mod=0, fetch_time=t0 + 10 * DAY_MS,
+            mod_time=0, state=STATE_MODIFIED)
+        assert parse_history(second['metadata'][HISTORY_KEY])[-1] == dated
 
 
 def test_the_lab_runs_the_optimal_schedule():

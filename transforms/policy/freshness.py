@@ -49,6 +49,11 @@ CHANGE_MODELS = ('mixed', 'poisson', 'periodic')
 REFERENCE_POLICIES = ('uniform', 'proportional', 'optimal-known')
 _MEDIAN_DAYS, _SIGMA = 10.0, 1.5
 _NEVER_SHARE, _HOURLY_SHARE = 0.2, 0.05
+_CREATED_DAYS = 730.0                # mean age of a page that never changes, at day 0
+# The share of pages whose server sends a true Last-Modified date, by default: HTTP Archive
+# counted it on 73 % of all responses (November 2014), fewer HTML pages send it (they are
+# mostly generated); half is an assumption (docs/schedules.md).
+LAST_MODIFIED_SHARE = 0.5
 LAB_URL = 'http://lab.test/'       # page i's URL: LAB_URL + str(i)
 _T0 = 10 ** 12                       # a canonical "now" (ms) for the merge_url calls
 
@@ -60,14 +65,20 @@ class Population:
     periodic: np.ndarray             # bool: changes exactly every 1/rate days
     phase: np.ndarray                # days: a periodic page changes at phase + k / rate
     seed: int
+    # The server sends a true Last-Modified date (share `last_modified_share`), and for a page
+    # that never changes, how many days before day 0 it was created (its Last-Modified).
+    last_modified: Optional[np.ndarray] = None
+    created: Optional[np.ndarray] = None
 
     @property
     def size(self) -> int:
         return len(self.rate)
 
 
-def make_population(n: int, model: str, seed: int) -> Population:
-    """N pages with change rates drawn for `model` (one of CHANGE_MODELS)."""
+def make_population(n: int, model: str, seed: int,
+                    last_modified_share: float = 0.0) -> Population:
+    """N pages with change rates drawn for `model` (one of CHANGE_MODELS), a share of them
+    on servers that send Last-Modified (drawn apart: the change rates do not depend on it)."""
     if model not in CHANGE_MODELS:
         raise ValueError(f'change model {model!r}: expected one of {CHANGE_MODELS}')
     rng = np.random.default_rng(seed)
@@ -82,7 +93,11 @@ def make_population(n: int, model: str, seed: int) -> Population:
         rate[hourly] = 24.0
         periodic[hourly] = True
     phase = rng.random(n) / np.where(rate > 0, rate, 1.0)
-    return Population(rate=rate, periodic=periodic, phase=phase, seed=seed)
+    other = np.random.default_rng(seed + 2)
+    last_modified = other.random(n) < last_modified_share
+    created = other.exponential(_CREATED_DAYS, n)
+    return Population(rate=rate, periodic=periodic, phase=phase, seed=seed,
+                      last_modified=last_modified, created=created)
 
 
 @dataclasses.dataclass
@@ -113,6 +128,40 @@ class _Truth:
         self.rng = rng
         self.known = np.zeros(population.size, dtype=bool)    # a copy is stored
         self.next_change = np.zeros(population.size)          # days; the copy is current before
+        self.dates = np.random.default_rng(population.seed + 3)   # Last-Modified dates
+
+    def _ages(self, idx: np.ndarray, changed: np.ndarray, t: float) -> np.ndarray:
+        """Days from the Last-Modified date to day t of pages `idx` fetched at t, for those
+        whose server sends it and that are fetched for the first time or found changed
+        (NaN for the others): the last change before t."""
+        age = np.full(len(idx), np.nan)
+        lm = self.p.last_modified
+        if lm is None:
+            return age
+        want = lm[idx] & (changed | ~self.known[idx])
+        if not want.any():
+            return age
+        sel = idx[want]
+        rate = self.p.rate[sel]
+        out = np.full(len(sel), np.nan)
+        never = rate <= 0
+        out[never] = t + self.p.created[sel][never]
+        periodic = ~never & self.p.periodic[sel]
+        if periodic.any():
+            period = 1.0 / rate[periodic]
+            phase = self.p.phase[sel][periodic]
+            k = np.floor((t - phase) / period + 1e-9)
+            last = phase + period * k
+            # a page before its first change: created a period before its phase
+            out[periodic] = t - np.where(k >= 0, last, phase - period)
+        poisson = ~never & ~self.p.periodic[sel]
+        if poisson.any():
+            back = self.dates.exponential(1.0 / rate[poisson])
+            first = np.where(self.known[sel][poisson], self.next_change[sel][poisson], -np.inf)
+            # the last change after the first one since the previous fetch, else that one
+            out[poisson] = np.minimum(back, t - first)
+        age[want] = out
+        return age
 
     def _next_after(self, idx: np.ndarray, t: float) -> np.ndarray:
         rate = self.p.rate[idx]
@@ -128,10 +177,12 @@ class _Truth:
             out[poisson] = t + self.rng.exponential(1.0 / rate[poisson])
         return out
 
-    def fetch(self, idx: np.ndarray, t: float) -> Tuple[np.ndarray, int]:
+    def fetch(self, idx: np.ndarray, t: float) -> Tuple[np.ndarray, int, np.ndarray]:
         """Pages `idx` fetched at day t: (changed since the last fetch, False for a first
-        fetch; changes missed); the stored copies become current."""
+        fetch; changes missed; days since the Last-Modified date, _ages); the stored copies
+        become current."""
         changed = self.known[idx] & (self.next_change[idx] <= t)
+        ages = self._ages(idx, changed, t)
         missed = 0
         seen = idx[changed]
         if len(seen):
@@ -148,7 +199,7 @@ class _Truth:
             missed = int(extra.sum())
         self.next_change[idx] = self._next_after(idx, t)
         self.known[idx] = True
-        return changed, missed
+        return changed, missed, ages
 
     def measure(self, t: float, span: float) -> Tuple[float, float]:
         """(share of current copies, mean days since copies became stale), averaged over the
@@ -250,6 +301,7 @@ class _ChangeRates:
         self.s, self.budget = schedule, plan_budget
         self.t = np.zeros((n, schedule.history), dtype=np.float64)
         self.changed = np.zeros((n, schedule.history), dtype=bool)
+        self.age = np.full((n, schedule.history), np.nan)
         self.count = np.zeros(n, dtype=np.int64)
         self.last = np.full(n, np.nan)
         self.rate = np.full(n, np.nan)
@@ -281,25 +333,32 @@ class _ChangeRates:
         order = np.lexsort((idx, fetch_time[idx], -gain))
         return idx[order[:budget]]
 
-    def fetched(self, idx: np.ndarray, changed: np.ndarray, first: np.ndarray, t: float
-                ) -> np.ndarray:
-        """The new interval (days) of pages `idx` fetched at day t."""
+    def fetched(self, idx: np.ndarray, changed: np.ndarray, first: np.ndarray, t: float,
+                age: Optional[np.ndarray] = None) -> np.ndarray:
+        """The new interval (days) of pages `idx` fetched at day t (`age`: days since the
+        Last-Modified date, NaN where the server sends none; as OptimalFetchSchedule records
+        it: for a change, and at the first fetch)."""
         from beamcrawl.transforms.policy.changerate import estimate_rates
         from beamcrawl.transforms.policy.optimal import optimal_intervals
-        seen = idx[~first & ~np.isnan(self.last[idx])]
-        seen_changed = changed[~first & ~np.isnan(self.last[idx])]
-        if len(seen):
-            slot = self.count[seen] % self.s.history
-            self.t[seen, slot] = t - self.last[seen]
-            self.changed[seen, slot] = seen_changed
-            self.count[seen] += 1
+        age = np.full(len(idx), np.nan) if age is None else age
+        again = ~first & ~np.isnan(self.last[idx])
+        fresh_start = np.isnan(self.last[idx]) & ~np.isnan(age)
+        record = again | fresh_start
+        rec = idx[record]
+        if len(rec):
+            slot = self.count[rec] % self.s.history
+            self.t[rec, slot] = np.where(again[record], t - self.last[rec], age[record])
+            self.changed[rec, slot] = np.where(again[record], changed[record], True)
+            self.age[rec, slot] = np.where(self.changed[rec, slot], age[record], np.nan)
+            self.count[rec] += 1
         self.last[idx] = t
         rows = idx[self.count[idx] > 0]
         if len(rows):
             valid = np.arange(self.s.history)[None, :] < self.count[rows][:, None]
             self.rate[rows] = estimate_rates(self.t[rows], self.changed[rows], valid,
                                              prior_rate=self.s.prior_rate,
-                                             prior_sigma=self.s.prior_sigma)
+                                             prior_sigma=self.s.prior_sigma,
+                                             age=self.age[rows])
         days = np.full(len(idx), self.s.default_interval / 86400.0)
         if self.multiplier is not None:
             known = ~np.isnan(self.rate[idx])
@@ -342,7 +401,7 @@ def simulate_schedule(name: str, rules: UpdateRules, population: Population, *, 
                   rates.select(due, fetch_time, budget, t))
         if len(chosen):
             first = ~has_sig[chosen]
-            changed, missed = truth.fetch(chosen, t)
+            changed, missed, dated = truth.fetch(chosen, t)
             result.missed += missed
             kinds = np.where(~has_sig[chosen], _Transitions.FIRST,
                              np.where(changed, _Transitions.CHANGED,
@@ -361,7 +420,7 @@ def simulate_schedule(name: str, rules: UpdateRules, population: Population, *, 
             modified[chosen] = np.where(got[:, 2] > -10 ** 14, t + got[:, 2] / DAY_MS, -np.inf)
             has_sig[chosen] = got[:, 3] > 0
             if rates is not None:
-                planned = rates.fetched(chosen, changed, first, t)
+                planned = rates.fetched(chosen, changed, first, t, dated)
                 interval[chosen] = np.rint(planned * 86400.0).astype(np.int64)
                 fetch_time[chosen] = t + planned
             result.fetches += len(chosen)
@@ -408,7 +467,7 @@ def simulate_reference(name: str, population: Population, *, days: int, budget: 
         chosen = _select(fetch_time <= t + 1e-9, fetch_time, cap)
         if len(chosen):
             first_time = ~truth.known[chosen]
-            changed, missed = truth.fetch(chosen, t)
+            changed, missed, _ = truth.fetch(chosen, t)
             result.missed += missed
             result.wasted += int(np.count_nonzero(~changed & ~first_time))
             fetch_time[chosen] = fetch_time[chosen] + period[chosen]

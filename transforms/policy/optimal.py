@@ -20,6 +20,8 @@ history keeps the default interval, and so does every page while no multiplier i
 """
 
 import copy
+import datetime
+import email.utils
 import math
 import zlib
 from typing import Mapping, Optional
@@ -225,6 +227,27 @@ def record_gain(record: dict, now_ms: int, prior_rate: float) -> float:
     return float(gain_per_fetch(rate, max(0.0, (now_ms - last) / (DAY_S * MS_PER_S))))
 
 
+def _last_modified_age(header: Optional[str], fetch_time: int, previous_fetch: Optional[int]
+                       ) -> Optional[float]:
+    """Days from a Last-Modified date to the fetch, when it can be true: not after the fetch,
+    and after the previous fetch when there was one (the page changed since; an older date is
+    a header the server no longer sends, or one that does not follow the content)."""
+    if not header:
+        return None
+    try:
+        when = email.utils.parsedate_to_datetime(header)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    ms = int(when.timestamp() * 1000)
+    if ms > fetch_time or (previous_fetch is not None and ms <= previous_fetch):
+        return None
+    return (fetch_time - ms) / (DAY_S * MS_PER_S)
+
+
 class OptimalFetchSchedule(FetchSchedule):
     """Intervals from estimated change rates and the multiplier of the whole crawldb."""
 
@@ -267,9 +290,14 @@ class OptimalFetchSchedule(FetchSchedule):
             since = (fetch_time - int(last)) / (DAY_S * MS_PER_S) if last else 0.0
         except ValueError:
             since = 0.0
+        age = _last_modified_age(meta.get('Last-Modified'), fetch_time,
+                                 int(last) if since > 0 else None)
         if since > 0 and state in (STATE_MODIFIED, STATE_NOTMODIFIED):
             meta[HISTORY_KEY] = observe(meta.get(HISTORY_KEY), since, state == STATE_MODIFIED,
-                                        self.history)
+                                        self.history, age=age)
+        elif not last and age is not None and record.get('status') not in _NOT_PLANNED:
+            # A first fetch with Last-Modified: unchanged for `age` days, changed before.
+            meta[HISTORY_KEY] = observe(meta.get(HISTORY_KEY), age, True, self.history, age=age)
         meta[LAST_FETCH_KEY] = str(fetch_time)
         history = parse_history(meta.get(HISTORY_KEY))
         if history:
