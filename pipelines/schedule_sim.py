@@ -116,7 +116,10 @@ def _lab(args, cfg):
     reference_budget = args.budget or args.population * 86400.0 / cfg['db.fetch.interval.default']
     results = []
     for name in names:
-        if name in REFERENCE_POLICIES:
+        if name == 'optimal-known':
+            results.append(_crawler('optimal', cfg, population, args, budget, known=True,
+                                    plan=reference_budget))
+        elif name in REFERENCE_POLICIES:
             results.append(freshness.simulate_reference(
                 name, population, days=args.days, budget=reference_budget,
                 round_hours=args.round_hours,
@@ -145,16 +148,21 @@ def _lab(args, cfg):
     return 0
 
 
-def _crawler(name, cfg, population, args, budget, overrides=None):
+def _crawler(name, cfg, population, args, budget, overrides=None, known=False, plan=None):
     from beamcrawl.transforms import settings
     from beamcrawl.transforms.policy import freshness
     run_cfg = cfg.with_overrides(**{'db.fetch.schedule.class': name, **(overrides or {})})
     # The optimal schedule plans for --budget, else db.fetch.schedule.optimal.budget, else
     # what the default interval spends (as updatedb does: docs/schedules.md).
-    plan = budget or run_cfg['db.fetch.schedule.optimal.budget'] or None
-    return freshness.simulate_schedule(name, settings.update_rules(run_cfg), population,
-                                       days=args.days, budget=budget,
-                                       round_hours=args.round_hours, plan_budget=plan)
+    # optimal-known (known) is the optimal schedule with the pages' true rates.
+    plan = plan or budget or run_cfg['db.fetch.schedule.optimal.budget'] or None
+    result = freshness.simulate_schedule(name, settings.update_rules(run_cfg), population,
+                                         days=args.days, budget=budget,
+                                         round_hours=args.round_hours, plan_budget=plan,
+                                         known_rates=known)
+    if known:
+        result.name = 'optimal-known'
+    return result
 
 
 _SWEEPABLE = ('inc_rate', 'dec_rate', 'min_interval', 'max_interval', 'sync_delta_rate')
@@ -186,10 +194,10 @@ def _label(combo):
 def _table(results, labels=None):
     labels = labels or [r.name for r in results]
     width = max(len(label) for label in labels + ['schedule'])
-    print(f'{"schedule":<{width}}  freshness  age (days)  fetches/day  per 1k/day   wasted'
-          f'      missed')
+    print(f'{"schedule":<{width}}  freshness  after 90 d  age (days)  fetches/day  per 1k/day'
+          f'   wasted      missed')
     for label, r in zip(labels, results):
-        print(f'{label:<{width}}  {r.freshness:9.3f}  {r.age_days:10.2f}  '
+        print(f'{label:<{width}}  {r.freshness:9.3f}  {r.steady:10.3f}  {r.age_days:10.2f}  '
               f'{r.fetches_per_day:11.0f}  {r.freshness_per_1k:10.4f}  {r.wasted:7d}  '
               f'{r.missed:10d}')
 

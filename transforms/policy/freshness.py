@@ -10,15 +10,17 @@ record then comes from updatedb's own `merge_url`, with the configured schedule:
 schedules are not re-implemented here. (`merge_url` gives the same answer for the same inputs,
 so it is called once per distinct input and the answer applied to every page that had it.)
 
-Besides the crawler's schedules, three reference policies know each page's true change rate:
-`uniform` revisits every page at the same interval, `proportional` at an interval inversely
-proportional to its change rate, and `optimal-known` at the optimal schedule's intervals
-(policy/optimal.py) computed from the true rates instead of estimated ones: what the optimal
+Besides the crawler's schedules, three reference policies: `uniform` revisits every page at
+the same interval, `proportional` at an interval inversely proportional to its true change
+rate (both from a random first fetch within their interval), and `optimal-known` is the
+optimal schedule run as the crawl runs it (plan, whole rounds, generate's ranking) with each
+page's true change rate in place of its estimate from the first fetch on: what the optimal
 schedule would reach if it knew the rates; all spend the budget (or, without one, what the
 default 30-day interval spends).
 
 Per schedule: average freshness (the share of pages whose stored copy is current, averaged over
-time: within each round, from its fetches to the next round's), average age (days since the
+time: within each round, from its fetches to the next round's; and the same after the first
+WARM_UP_DAYS, the steady state), average age (days since the
 stored copy became stale, 0 when fresh, averaged likewise), fetches,
 fetches per day, freshness per 1,000 daily fetches, wasted fetches (the page had not changed)
 and missed changes (changes overwritten by a later change before any fetch saw them).
@@ -54,6 +56,9 @@ _CREATED_DAYS = 730.0                # mean age of a page that never changes, at
 # counted it on 73 % of all responses (November 2014), fewer HTML pages send it (they are
 # mostly generated); half is an assumption (docs/schedules.md).
 LAST_MODIFIED_SHARE = 0.5
+# Freshness is also reported after a warm-up: the first 90 days (the longest interval), in
+# which the crawl fetches every page a first time and learns its change rate.
+WARM_UP_DAYS = 90.0
 LAB_URL = 'http://lab.test/'       # page i's URL: LAB_URL + str(i)
 _T0 = 10 ** 12                       # a canonical "now" (ms) for the merge_url calls
 
@@ -104,6 +109,7 @@ def make_population(n: int, model: str, seed: int,
 class Result:
     name: str
     freshness: float = 0.0           # share of current pages, averaged over time
+    steady: float = 0.0              # the same after the first WARM_UP_DAYS (0: none left)
     age_days: float = 0.0            # days a stale copy has been stale, averaged likewise
     fetches: int = 0
     fetches_per_day: float = 0.0
@@ -223,6 +229,8 @@ def _finish(result: Result, freshness: List[float], ages: List[float], days: flo
             n: int) -> Result:
     result.daily_freshness = freshness
     result.freshness = float(np.mean(freshness)) if freshness else 0.0
+    skip = int(round(WARM_UP_DAYS * len(freshness) / days)) if days else 0
+    result.steady = float(np.mean(freshness[skip:])) if freshness[skip:] else 0.0
     result.age_days = float(np.mean(ages)) if ages else 0.0
     result.days = int(round(days))
     result.fetches_per_day = result.fetches / days if days else 0.0
@@ -292,7 +300,8 @@ class _ChangeRates:
     crawldb's; the interval of each fetched page comes from the schedule's own functions,
     vectorized over the pages fetched in a round."""
 
-    def __init__(self, schedule, n: int, plan_budget: float, round_days: float):
+    def __init__(self, schedule, n: int, plan_budget: float, round_days: float,
+                 known: Optional[np.ndarray] = None):
         # An interval shorter than a round is a round: the schedule's shortest interval is
         # the round's length here (as a crawl's db.fetch.schedule.optimal.min_interval should
         # be; docs/schedules.md).
@@ -305,6 +314,7 @@ class _ChangeRates:
         self.count = np.zeros(n, dtype=np.int64)
         self.last = np.full(n, np.nan)
         self.rate = np.full(n, np.nan)
+        self.known = known                # the true rates (optimal-known), else estimated
         self.multiplier = None
         # The pages' URLs are http://lab.test/<index>; their keys start whole_rounds' dither.
         from beamcrawl.transforms.policy.optimal import page_key
@@ -353,7 +363,9 @@ class _ChangeRates:
             self.count[rec] += 1
         self.last[idx] = t
         rows = idx[self.count[idx] > 0]
-        if len(rows):
+        if self.known is not None:        # knowing the rates from the first fetch on
+            self.rate[idx] = self.known[idx]
+        elif len(rows):
             valid = np.arange(self.s.history)[None, :] < self.count[rows][:, None]
             self.rate[rows] = estimate_rates(self.t[rows], self.changed[rows], valid,
                                              prior_rate=self.s.prior_rate,
@@ -373,9 +385,11 @@ class _ChangeRates:
 def simulate_schedule(name: str, rules: UpdateRules, population: Population, *, days: int,
                       budget: Optional[int], round_hours: float = 24.0,
                       content_type: str = 'text/html', plan_budget: Optional[float] = None,
-                      progress: Optional[Callable[[str], None]] = None) -> Result:
+                      progress: Optional[Callable[[str], None]] = None,
+                      known_rates: bool = False) -> Result:
     """Runs a crawler schedule (through merge_url with `rules`) over the population. The
-    optimal schedule plans for `plan_budget` fetches a day (_ChangeRates)."""
+    optimal schedule plans for `plan_budget` fetches a day (_ChangeRates); with `known_rates`
+    it uses the pages' true change rates instead of estimates (`optimal-known`)."""
     n = population.size
     rng = np.random.default_rng(population.seed + 1)
     truth = _Truth(population, rng)
@@ -391,7 +405,8 @@ def simulate_schedule(name: str, rules: UpdateRules, population: Population, *, 
     rounds = int(round(days / step))
     rates = None
     if rules.schedule.kind == 'optimal':
-        rates = _ChangeRates(rules.schedule, n, plan_budget or n * 86400.0 / default, step)
+        rates = _ChangeRates(rules.schedule, n, plan_budget or n * 86400.0 / default, step,
+                             known=population.rate if known_rates else None)
     for r in range(rounds):
         t = r * step
         if rates is not None:
@@ -435,9 +450,9 @@ def simulate_schedule(name: str, rules: UpdateRules, population: Population, *, 
 
 def simulate_reference(name: str, population: Population, *, days: int, budget: float,
                        round_hours: float = 24.0, max_days: float = 90.0) -> Result:
-    """A reference policy (REFERENCE_POLICIES), spending `budget` fetches a day;
-    `optimal-known` revisits within a round and max_days."""
-    if name not in REFERENCE_POLICIES:
+    """A reference policy that knows the change rates, `uniform` or `proportional`
+    (`optimal-known` is simulate_schedule with known_rates), spending `budget` fetches a day."""
+    if name not in ('uniform', 'proportional'):
         raise ValueError(name)
     n = population.size
     rng = np.random.default_rng(population.seed + 1)
@@ -445,11 +460,6 @@ def simulate_reference(name: str, population: Population, *, days: int, budget: 
     step = _round_days(round_hours)
     if name == 'uniform':
         period = np.full(n, max(step, n / budget))
-    elif name == 'optimal-known':
-        from beamcrawl.transforms.policy.optimal import optimal_intervals, solve_multiplier
-        mu = solve_multiplier(population.rate, np.ones(n), budget, step, max_days)
-        period = (optimal_intervals(population.rate, mu, step, max_days) if mu is not None
-                  else np.full(n, max_days))
     else:
         total = population.rate.sum()
         frequency = budget * population.rate / total if total else np.zeros(n)
