@@ -100,6 +100,10 @@ def test_the_optimal_schedule_ranks_by_what_a_fetch_gains():
     # one in 1,000 days: 0.05 day
     assert [r['url'] for r in ranked] == ['http://new/', 'http://slow/', 'http://rare/',
                                          'http://hourly/']
+    # a page not fetched for the longest interval (90 days) goes first as well
+    stale = rec(0, score=0.1, url='http://stale/',
+                meta={LAST_FETCH_KEY: str(now - 90 * DAY), RATE_KEY: '24'})
+    assert optimal.sort_key(stale, now) < optimal.sort_key(slow, now)
     assert sorted([rare, hourly, slow, new], key=lambda r: SETTINGS.sort_key(r, now)) == \
         sorted([rare, hourly, slow, new], key=sort_key)
 

@@ -241,6 +241,9 @@ def test_record_gain_ranks_never_fetched_pages_first():
     assert record_gain(no_rate, now, 1 / 30) == pytest.approx(float(gain_per_fetch(1 / 30, 20)))
     # the page that changes 10 times a day gains at most 1/10 of a day of freshness per fetch
     assert record_gain(fast, now, 1 / 30) < record_gain(slow, now, 1 / 30)
+    # ... until its longest interval has passed: then it goes first, as a page never fetched
+    assert record_gain(fast, now, 1 / 30, max_days=20.0) == math.inf
+    assert record_gain(fast, now, 1 / 30, max_days=20.5) <= 0.1
 
 
 @pytest.mark.parametrize('ages', [

@@ -123,7 +123,8 @@ def generate_settings(cfg) -> GenerateSettings:
             min_score=cfg['generate.min.score'], min_interval=cfg['generate.min.interval'],
             gain_prior_rate=(86400.0 / cfg['db.fetch.interval.default']
                              if schedule_kind(cfg['db.fetch.schedule.class']) == 'optimal'
-                             else 0.0))
+                             else 0.0),
+            gain_max_days=cfg['db.fetch.schedule.optimal.max_interval'] / 86400.0)
 
 
 def hostdb_settings(cfg, *, check_new: bool = False, check_known: bool = False,

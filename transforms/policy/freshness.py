@@ -331,15 +331,17 @@ class _ChangeRates:
     def select(self, due: np.ndarray, fetch_time: np.ndarray, budget: Optional[int], t: float
                ) -> np.ndarray:
         """Generate's choice with this schedule: the due pages, or the budget's worth of
-        them that gain most from a fetch now (policy/generate.py; pages never fetched
-        first), ties to the longest due."""
+        them that gain most from a fetch now (policy/generate.py; pages never fetched or
+        not for the longest interval first), ties to the longest due."""
         from beamcrawl.transforms.policy.optimal import gain_per_fetch
         idx = np.flatnonzero(due)
         if budget is None or len(idx) <= budget:
             return idx
         rate = np.where(np.isnan(self.rate[idx]), self.s.prior_rate, self.rate[idx])
         last = self.last[idx]
-        gain = np.where(np.isnan(last), np.inf, gain_per_fetch(rate, t - last))
+        since = t - last
+        gain = np.where(np.isnan(last) | (since >= self.s.max_days - 1e-9), np.inf,
+                        gain_per_fetch(rate, since))
         order = np.lexsort((idx, fetch_time[idx], -gain))
         return idx[order[:budget]]
 

@@ -17,6 +17,7 @@ segment exceeds topN and no host exceeds generate.max.count in any segment.
 
 import dataclasses
 import datetime
+import math
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from beamcrawl.transforms.policy.schedule import should_fetch
@@ -41,6 +42,7 @@ class GenerateSettings:
     min_score: float             # generate.min.score
     min_interval: int            # generate.min.interval, s (-1 = none)
     gain_prior_rate: float = 0.0  # the optimal schedule's prior rate (changes/day); 0: not it
+    gain_max_days: float = math.inf  # the optimal schedule's longest interval, days
 
     @classmethod
     def create(cls, *, restrict_status: str, **fields) -> 'GenerateSettings':
@@ -75,7 +77,8 @@ class GenerateSettings:
         if not self.gain_prior_rate:
             return sort_key(record)
         from beamcrawl.transforms.policy.optimal import record_gain
-        return (-record_gain(record, now, self.gain_prior_rate),) + sort_key(record)
+        return (-record_gain(record, now, self.gain_prior_rate, self.gain_max_days),) + \
+            sort_key(record)
 
 
 _SCORING = OpicScoring()

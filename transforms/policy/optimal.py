@@ -211,10 +211,12 @@ def record_bin(record: dict) -> int:
         return NO_HISTORY_BIN
 
 
-def record_gain(record: dict, now_ms: int, prior_rate: float) -> float:
+def record_gain(record: dict, now_ms: int, prior_rate: float,
+                max_days: float = math.inf) -> float:
     """gain_per_fetch of a crawldb record at `now_ms`: from its estimated rate (the prior's
     without one) and its last fetch; infinite for a page never fetched (a first copy is worth
-    more than any refresh)."""
+    more than any refresh) and for one last fetched `max_days` ago or more (the longest
+    interval holds, else a page that changes too fast to gain much would wait for ever)."""
     meta = record.get('metadata') or {}
     try:
         last = int(meta[LAST_FETCH_KEY])
@@ -224,7 +226,8 @@ def record_gain(record: dict, now_ms: int, prior_rate: float) -> float:
         rate = float(meta.get(RATE_KEY, prior_rate))
     except ValueError:
         rate = prior_rate
-    return float(gain_per_fetch(rate, max(0.0, (now_ms - last) / (DAY_S * MS_PER_S))))
+    days = max(0.0, (now_ms - last) / (DAY_S * MS_PER_S))
+    return math.inf if days >= max_days else float(gain_per_fetch(rate, days))
 
 
 def _last_modified_age(header: Optional[str], fetch_time: int, previous_fetch: Optional[int]
