@@ -19,6 +19,7 @@ from beamcrawl.transforms.policy.optimal import (NO_HISTORY_BIN, NOT_PLANNED_BIN
                                                  whole_rounds)
 from beamcrawl.transforms.policy.schedule import STATE_MODIFIED, STATE_NOTMODIFIED, STATE_UNKNOWN
 from tests.conftest import read_db, run_cli, write_seeds
+from tests.testweb import Page, html_page
 
 DAY_MS = 86400 * 1000
 PRIOR = dict(prior_rate=1 / 30, prior_sigma=2.0)
@@ -344,3 +345,25 @@ def test_a_crawl_with_the_optimal_schedule(web, tmp_path):
         counted[str(record_bin(record))] = counted.get(str(record_bin(record)), 0) + 1
     assert note == {'records': len(db), 'bins': dict(sorted(counted.items(),
                                                              key=lambda kv: int(kv[0])))}
+
+
+def test_a_crawl_dates_changes_with_last_modified(web, tmp_path):
+    """A server that sends Last-Modified: the first fetch already records the page's age
+    since its last change (a dated observation), and the estimate follows from it."""
+    from beamcrawl.transforms.fetcher.http import http_date
+    web.add('dated.test', '/robots.txt', Page(status=404))
+    web.add('dated.test', '/', html_page('dated', headers={
+        'Last-Modified': http_date(NOW - 10 * DAY_MS)}))
+    conf = ['-D', 'http.agent.name=testbot', '-D', 'http.proxy.host=127.0.0.1',
+            '-D', f'http.proxy.port={web.port}', '-D', 'domain.extra.suffixes=test',
+            '-D', 'fetcher.server.delay=0', '-D', 'db.fetch.schedule.class=optimal',
+            '-D', 'db.fetch.schedule.optimal.min_interval=600']
+    crawl = str(tmp_path / 'crawl')
+    seeds = write_seeds(tmp_path / 'seeds', ['http://dated.test/'])
+    run_cli('crawl', crawl, '--rounds', '1', '--now', str(NOW), '--seeds', seeds, *conf)
+    page = read_db(crawl)['http://dated.test/']
+    history = parse_history(page['metadata'][HISTORY_KEY])
+    assert len(history) == 1 and history[0][1] is True
+    assert history[0][2] == pytest.approx(10.0, abs=0.01)  # the fetch ran at --now
+    assert float(page['metadata'][RATE_KEY]) == pytest.approx(
+        estimate_rate(history, **PRIOR), rel=1e-5)

@@ -3,9 +3,11 @@
 A simulated web of N pages, each changing on its own (a change model below), is crawled in
 rounds (one a day by default), as `beamcrawl crawl` would: a page is due when its crawldb fetch
 time has come; with a daily budget only the budget's worth of due pages is fetched, in
-generate's order (longest due first). A fetch sees what a real one would: a page unchanged since
-the last fetch answers 304 to If-Modified-Since (`fetch_notmodified`), a changed one answers 200
-with content whose signature differs from the stored one (`fetch_success`). The new crawldb
+generate's order (longest due first; with the optimal schedule, what a fetch gains first). A
+fetch sees what a real one would: a page unchanged since the last fetch answers 304 to
+If-Modified-Since (`fetch_notmodified`), a changed one answers 200 with content whose signature
+differs from the stored one (`fetch_success`), and a share of servers send the date of the
+page's last change (Last-Modified, LAST_MODIFIED_SHARE by default). The new crawldb
 record then comes from updatedb's own `merge_url`, with the configured schedule: the crawler's
 schedules are not re-implemented here. (`merge_url` gives the same answer for the same inputs,
 so it is called once per distinct input and the answer applied to every page that had it.)

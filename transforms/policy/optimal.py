@@ -14,9 +14,11 @@ by bisection on log μ (docs/schedules.md).
 
 `OptimalFetchSchedule` is `db.fetch.schedule.class=optimal`: at each fetch it records what the
 fetch saw in the page's history (policy/changerate.py), estimates its change rate and sets its
-interval 1/f from the multiplier, bounded by its min and max intervals; a page without
-history keeps the default interval, and so does every page while no multiplier is known yet
-(the first updatedb with the schedule).
+interval 1/f from the multiplier, bounded by its min and max intervals, in whole rounds
+(`whole_rounds`); a page without history keeps the default interval, and so does every page
+while no multiplier is known yet (the first updatedb with the schedule). The intervals are
+planned for `due_factor` times the budget, and generate ranks the due pages by what a fetch
+now gains (`gain_per_fetch`, `record_gain`; docs/schedules.md).
 """
 
 import copy
