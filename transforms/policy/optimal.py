@@ -37,7 +37,8 @@ from beamcrawl.transforms.policy.schedule import (MS_PER_S, STATE_MODIFIED, STAT
 
 __all__ = ['freshness', 'optimal_frequencies', 'solve_multiplier', 'optimal_intervals',
            'rate_bin', 'rate_bins', 'bin_rate', 'NO_HISTORY_BIN', 'NOT_PLANNED_BIN', 'RATE_BINS', 'OptimalFetchSchedule',
-           'histogram_rates', 'multiplier_for', 'record_bin', 'gain_per_fetch', 'record_gain', 'whole_rounds', 'dither', 'page_key']
+           'histogram_rates', 'multiplier_for', 'record_bin', 'gain_per_fetch', 'record_gain',
+           'whole_rounds', 'dither', 'page_key']
 
 DAY_S = 86400.0
 # The histogram of change rates: bins of equal width in log rate, from one change in 10^5 days
