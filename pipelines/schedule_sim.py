@@ -5,6 +5,7 @@ beamcrawl schedule-sim [--period-days D] [--steps N] [--schedule CLASS] [--quiet
                        [--plot FILE.png] [--conf FILE] [-D db.fetch.schedule.*=...]
 beamcrawl schedule-sim --population N [--change-model mixed|poisson|periodic] [--seed S]
                        [--days D] [--budget FETCHES_PER_DAY] [--round-hours H]
+                       [--last-modified-share SHARE]
                        [--schedules default,adaptive,mime-adaptive,optimal,uniform,proportional,
                                     optimal-known]
                        [--sweep inc_rate=0.1:0.5:0.1,dec_rate=...] [--json] [--plot FILE.png]
@@ -35,6 +36,9 @@ def add_arguments(parser):
     lab.add_argument('--change-model', choices=CHANGE_MODELS, default='mixed')
     lab.add_argument('--seed', type=int, default=1, help='random seed (default 1)')
     lab.add_argument('--days', type=float, default=365.0, help='days simulated (default 365)')
+    lab.add_argument('--last-modified-share', type=float, metavar='SHARE', default=None,
+                     help='share of pages whose server sends a true Last-Modified date '
+                          '(default 0.5; docs/schedules.md)')
     lab.add_argument('--budget', type=float, metavar='FETCHES_PER_DAY',
                      help='fetch at most this many pages a day (default: no budget)')
     lab.add_argument('--round-hours', type=float, default=24.0,
@@ -100,14 +104,22 @@ def _lab(args, cfg):
     if args.population < 1 or args.days <= 0 or args.round_hours <= 0 or \
             (args.budget is not None and args.budget <= 0):
         raise UserError('--population, --days, --round-hours and --budget must be positive')
-    population = freshness.make_population(args.population, args.change_model, args.seed)
+    share = (freshness.LAST_MODIFIED_SHARE if args.last_modified_share is None
+             else args.last_modified_share)
+    if not 0 <= share <= 1:
+        raise UserError('--last-modified-share must be between 0 and 1')
+    population = freshness.make_population(args.population, args.change_model, args.seed,
+                                           last_modified_share=share)
     names = [n.strip() for n in args.schedules.split(',') if n.strip()]
     budget = int(args.budget) if args.budget is not None else None
     # Without a budget the references spend what the default interval spends.
     reference_budget = args.budget or args.population * 86400.0 / cfg['db.fetch.interval.default']
     results = []
     for name in names:
-        if name in REFERENCE_POLICIES:
+        if name == 'optimal-known':
+            results.append(_crawler('optimal', cfg, population, args, budget, known=True,
+                                    plan=reference_budget))
+        elif name in REFERENCE_POLICIES:
             results.append(freshness.simulate_reference(
                 name, population, days=args.days, budget=reference_budget,
                 round_hours=args.round_hours,
@@ -118,12 +130,13 @@ def _lab(args, cfg):
     if args.json:
         print(json.dumps({'population': args.population, 'change_model': args.change_model,
                           'seed': args.seed, 'days': args.days, 'budget': args.budget,
+                          'last_modified_share': share,
                           'results': [r.row() for r in results],
                           'sweep': [dict(r.row(), settings=s) for s, r in sweep]}, indent=1))
     else:
-        print(f'{args.population} pages ({args.change_model} changes, seed {args.seed}), '
-              f'{args.days:g} days, rounds every {args.round_hours:g} h, budget '
-              f'{args.budget if args.budget else "none"}')
+        print(f'{args.population} pages ({args.change_model} changes, seed {args.seed}, '
+              f'{share:.0%} with Last-Modified), {args.days:g} days, rounds every '
+              f'{args.round_hours:g} h, budget {args.budget if args.budget else "none"}')
         _table(results)
         if sweep:
             print(f'\nsweep of the adaptive schedule, best first '
@@ -135,16 +148,21 @@ def _lab(args, cfg):
     return 0
 
 
-def _crawler(name, cfg, population, args, budget, overrides=None):
+def _crawler(name, cfg, population, args, budget, overrides=None, known=False, plan=None):
     from beamcrawl.transforms import settings
     from beamcrawl.transforms.policy import freshness
     run_cfg = cfg.with_overrides(**{'db.fetch.schedule.class': name, **(overrides or {})})
     # The optimal schedule plans for --budget, else db.fetch.schedule.optimal.budget, else
     # what the default interval spends (as updatedb does: docs/schedules.md).
-    plan = budget or run_cfg['db.fetch.schedule.optimal.budget'] or None
-    return freshness.simulate_schedule(name, settings.update_rules(run_cfg), population,
-                                       days=args.days, budget=budget,
-                                       round_hours=args.round_hours, plan_budget=plan)
+    # optimal-known (known) is the optimal schedule with the pages' true rates.
+    plan = plan or budget or run_cfg['db.fetch.schedule.optimal.budget'] or None
+    result = freshness.simulate_schedule(name, settings.update_rules(run_cfg), population,
+                                         days=args.days, budget=budget,
+                                         round_hours=args.round_hours, plan_budget=plan,
+                                         known_rates=known)
+    if known:
+        result.name = 'optimal-known'
+    return result
 
 
 _SWEEPABLE = ('inc_rate', 'dec_rate', 'min_interval', 'max_interval', 'sync_delta_rate')
@@ -176,10 +194,10 @@ def _label(combo):
 def _table(results, labels=None):
     labels = labels or [r.name for r in results]
     width = max(len(label) for label in labels + ['schedule'])
-    print(f'{"schedule":<{width}}  freshness  age (days)  fetches/day  per 1k/day   wasted'
-          f'      missed')
+    print(f'{"schedule":<{width}}  freshness  after 90 d  age (days)  fetches/day  per 1k/day'
+          f'   wasted      missed')
     for label, r in zip(labels, results):
-        print(f'{label:<{width}}  {r.freshness:9.3f}  {r.age_days:10.2f}  '
+        print(f'{label:<{width}}  {r.freshness:9.3f}  {r.steady:10.3f}  {r.age_days:10.2f}  '
               f'{r.fetches_per_day:11.0f}  {r.freshness_per_1k:10.4f}  {r.wasted:7d}  '
               f'{r.missed:10d}')
 

@@ -82,8 +82,7 @@ def _with_multiplier(rules, crawl, cfg, beam_args):
     import dataclasses
     import json
 
-    from beamcrawl.transforms.policy.optimal import (DAY_S, NOT_PLANNED_BIN, multiplier_for,
-                                                     record_bin)
+    from beamcrawl.transforms.policy.optimal import DAY_S, NOT_PLANNED_BIN, record_bin
     from beamcrawl.transforms.storage.parts import count_records
     records = count_records(crawl.crawldb.part_files())
     histogram = None
@@ -105,8 +104,7 @@ def _with_multiplier(rules, crawl, cfg, beam_args):
     planned = sum(n for k, n in histogram.items() if k != NOT_PLANNED_BIN)
     budget = cfg['db.fetch.schedule.optimal.budget'] or \
         planned * DAY_S / schedule.default_interval
-    multiplier = multiplier_for(histogram, budget, schedule.default_interval / DAY_S,
-                                schedule.min_days, schedule.max_days)
+    multiplier = schedule.solve(histogram, budget)
     log.info('optimal schedule: %d pages planned, %d with a change rate, budget %.0f fetches '
              'a day, multiplier %s', planned,
              sum(n for k, n in histogram.items() if k >= 0), budget,

@@ -26,6 +26,33 @@ def test_mixed_population_has_never_and_hourly_pages():
     assert np.median(1 / pop.rate[(pop.rate > 0) & (pop.rate < 24)]) == pytest.approx(10, rel=0.1)
 
 
+def test_the_lab_dates_changes_as_servers_with_last_modified_do():
+    """Last-Modified in the lab: the date of the last change before the fetch, on the pages
+    whose server sends it, for a first fetch and a fetch that finds the page changed."""
+    none = freshness.make_population(1000, 'mixed', seed=2)
+    assert not none.last_modified.any()
+    pop = freshness.make_population(20000, 'poisson', seed=2, last_modified_share=0.5)
+    assert 0.48 < pop.last_modified.mean() < 0.52
+    # drawn apart: the same change rates with and without Last-Modified
+    assert np.array_equal(pop.rate, freshness.make_population(20000, 'poisson', seed=2).rate)
+    truth = freshness._Truth(pop, np.random.default_rng(0))
+    idx = np.arange(pop.size)
+    changed, _, age = truth.fetch(idx, 100.0)
+    assert not changed.any()
+    assert np.isnan(age[~pop.last_modified]).all()
+    # the time back to the last change of a Poisson page: exponential, mean 1/λ
+    dated = pop.last_modified
+    assert np.mean(age[dated] * pop.rate[dated]) == pytest.approx(1.0, rel=0.05)
+    changed, _, age = truth.fetch(idx, 130.0)
+    assert np.isnan(age[~changed]).all() and not np.isnan(age[changed & dated]).any()
+    assert (age[changed & dated] <= 30.0).all()               # after the previous fetch
+    periodic = freshness.make_population(50, 'periodic', seed=2, last_modified_share=1.0)
+    truth = freshness._Truth(periodic, np.random.default_rng(0))
+    period, phase = 1 / periodic.rate, periodic.phase
+    _, _, age = truth.fetch(np.arange(50), 1000.0)
+    assert np.allclose(age, (1000.0 - phase) % period)
+
+
 def test_the_default_schedule_refetches_every_page_every_30_days():
     pop = freshness.make_population(500, 'poisson', seed=1)
     result = freshness.simulate_schedule('default', _rules(), pop, days=90, budget=None)
@@ -105,7 +132,8 @@ def test_the_command_prints_the_table_json_plot_and_sweep(tmp_path):
                    '--schedules', 'default,adaptive,uniform,proportional', '--plot',
                    str(tmp_path / 'lab.png'), '--sweep', 'inc_rate=0.2:0.4:0.2')
     lines = proc.stdout.splitlines()
-    assert lines[0].startswith('2000 pages (mixed changes, seed 1), 60 days')
+    assert lines[0].startswith('2000 pages (mixed changes, seed 1, 50% with Last-Modified), '
+                               '60 days')
     assert [line.split()[0] for line in lines[2:6]] == ['default', 'adaptive', 'uniform',
                                                         'proportional']
     assert 'sweep of the adaptive schedule, best first (by freshness)' in proc.stdout

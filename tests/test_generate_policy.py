@@ -80,6 +80,34 @@ def test_sort_key_order():
     assert sorted([c, b, a, d], key=sort_key) == [a, d, b, c]
 
 
+def test_the_optimal_schedule_ranks_by_what_a_fetch_gains():
+    """With db.fetch.schedule.class=optimal, generate takes first the pages never fetched,
+    then those a fetch now gains most (policy/optimal.py gain_per_fetch), then sort_key."""
+    from beamcrawl.transforms.base.config import load_config
+    from beamcrawl.transforms.policy.changerate import LAST_FETCH_KEY, RATE_KEY
+    optimal = settings.generate_settings(load_config(defines=[
+        'db.fetch.schedule.class=optimal']))
+    assert settings.generate_settings(load_config()).gain_prior_rate == 0.0
+    now = 10 ** 12
+    last = str(now - 10 * DAY)
+    new = rec(0, score=0.5, url='http://new/')
+    slow = rec(0, score=1.0, url='http://slow/', meta={LAST_FETCH_KEY: last, RATE_KEY: '0.1'})
+    hourly = rec(0, score=9.0, url='http://hourly/',
+                 meta={LAST_FETCH_KEY: last, RATE_KEY: '24'})
+    rare = rec(0, score=1.0, url='http://rare/', meta={LAST_FETCH_KEY: last, RATE_KEY: '0.001'})
+    ranked = sorted([rare, hourly, slow, new], key=lambda r: optimal.sort_key(r, now))
+    # gains: 0.1 changes a day after 10 days: 2.6 days of freshness; 24 a day: 1/24 day;
+    # one in 1,000 days: 0.05 day
+    assert [r['url'] for r in ranked] == ['http://new/', 'http://slow/', 'http://rare/',
+                                         'http://hourly/']
+    # a page not fetched for the longest interval (90 days) goes first as well
+    stale = rec(0, score=0.1, url='http://stale/',
+                meta={LAST_FETCH_KEY: str(now - 90 * DAY), RATE_KEY: '24'})
+    assert optimal.sort_key(stale, now) < optimal.sort_key(slow, now)
+    assert sorted([rare, hourly, slow, new], key=lambda r: SETTINGS.sort_key(r, now)) == \
+        sorted([rare, hourly, slow, new], key=sort_key)
+
+
 def test_assign_hand_computed_overflow_example():
     """topN 3, max 2 per host, 3 segments: overflow per host and per segment (worked by hand in
     the comments of this test, following Nutch's walk with the caps of D11)."""

@@ -20,7 +20,7 @@ from apache_beam.transforms.window import GlobalWindows
 from beamcrawl.transforms.base import metrics, progress
 from beamcrawl.transforms.engine.units import RECORDS_PER_UNIT, Unit, avro_units
 from beamcrawl.transforms.fetcher.queues import KeyByQueue
-from beamcrawl.transforms.policy.generate import GenerateSettings, assign_segments, sort_key
+from beamcrawl.transforms.policy.generate import GenerateSettings, assign_segments
 from beamcrawl.transforms.policy.hostdb import VARIABLE_FETCH_DELAY, HostPlan
 from beamcrawl.transforms.policy.partition import QUEUE_MODES, partition, scatter_key
 from beamcrawl.transforms.policy.urlparts import scheme_host
@@ -134,7 +134,7 @@ class _SelectFn(metrics.CountingDoFn):
         if group is None:
             group = self._groups[name] = [0, []]
         group[0] += 1
-        group[1].append((sort_key(candidate), key,
+        group[1].append((self.settings.sort_key(candidate, self.now), key,
                          raw if raw is not None and candidate is record else candidate))
         if len(group[1]) >= 2 * self.keep:
             _truncate(group[1], self.keep)

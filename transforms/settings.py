@@ -120,7 +120,11 @@ def generate_settings(cfg) -> GenerateSettings:
         return GenerateSettings.create(
             max_interval=cfg['db.fetch.interval.max'], gen_delay=cfg['crawl.gen.delay'],
             restrict_status=cfg['generate.restrict.status'],
-            min_score=cfg['generate.min.score'], min_interval=cfg['generate.min.interval'])
+            min_score=cfg['generate.min.score'], min_interval=cfg['generate.min.interval'],
+            gain_prior_rate=(86400.0 / cfg['db.fetch.interval.default']
+                             if schedule_kind(cfg['db.fetch.schedule.class']) == 'optimal'
+                             else 0.0),
+            gain_max_days=cfg['db.fetch.schedule.optimal.max_interval'] / 86400.0)
 
 
 def hostdb_settings(cfg, *, check_new: bool = False, check_known: bool = False,
@@ -268,7 +272,8 @@ def _schedule(cfg, kind: str) -> Tuple[FetchSchedule, list]:
             **base, min_interval_s=cfg['db.fetch.schedule.optimal.min_interval'],
             max_interval_s=cfg['db.fetch.schedule.optimal.max_interval'],
             history=cfg['db.fetch.schedule.optimal.history'],
-            prior_sigma=cfg['db.fetch.schedule.optimal.prior.sigma']), []
+            prior_sigma=cfg['db.fetch.schedule.optimal.prior.sigma'],
+            due_factor=cfg['db.fetch.schedule.optimal.due.factor']), []
     lo, hi = (cfg['db.fetch.schedule.adaptive.min_interval'],
               cfg['db.fetch.schedule.adaptive.max_interval'])
     problems: list = []

@@ -16,14 +16,22 @@ u = log λ of
 unique because the left side decreases in u; found by Newton's method inside a bracket that
 halves when a step leaves it.
 
+When the server sends a trustworthy Last-Modified date, a changed page also tells when it
+last changed: `a` days before the fetch. Cho and Garcia-Molina's estimator with last-modified
+dates (same paper) uses it: the page did not change for `a` days and changed at their start,
+which is worth λ·e^(−λa) in the likelihood, adding 1 − λa to the sum above (in place of
+φ(λt)) — a known change time, where a yes/no answer is worth at most two thirds of one. A first
+fetch with Last-Modified is such an observation too (the page's age since its last change).
+
 A page's history is its last `db.fetch.schedule.optimal.history` observations, kept in its
 crawldb metadata as text (HISTORY_KEY): `+` changed or `-` unchanged, then the interval in
-minutes in base 36, separated by dots (`+1ko.-2ab`): older ones are dropped, which also lets the
-estimate follow a page whose rate changes.
+minutes in base 36, and for a change dated by Last-Modified `~` and the minutes from that date
+to the fetch, separated by dots (`+1ko.-2ab.+2ab~5k`): older ones are dropped, which also lets
+the estimate follow a page whose rate changes.
 """
 
 import math
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence
 
 import numpy as np
 
@@ -47,41 +55,71 @@ def _b36(n: int) -> str:
             return out
 
 
-def parse_history(text: Optional[str]) -> List[Tuple[float, bool]]:
-    """[(interval in days, changed)] of a history text; a malformed item is skipped (the
+def parse_history(text: Optional[str]) -> List[tuple]:
+    """[(interval in days, changed)] of a history text, (interval, True, days since the last
+    modification) for a change dated by Last-Modified; a malformed item is skipped (the
     metadata may come from elsewhere)."""
-    out = []
+    out: List[tuple] = []
     for item in (text or '').split('.'):
         if len(item) < 2 or item[0] not in '+-':
             continue
+        interval, _, age = item[1:].partition('~')
         try:
-            minutes = int(item[1:], 36)
+            minutes = int(interval, 36)
+            age_minutes = int(age, 36) if age and item[0] == '+' else None
         except ValueError:
             continue
         if minutes > 0:
-            out.append((minutes / _MINUTES_PER_DAY, item[0] == '+'))
+            if age_minutes is None:
+                out.append((minutes / _MINUTES_PER_DAY, item[0] == '+'))
+            else:
+                out.append((minutes / _MINUTES_PER_DAY, True, age_minutes / _MINUTES_PER_DAY))
     return out
 
 
-def format_history(history: Sequence[Tuple[float, bool]]) -> str:
-    return '.'.join(f'{"+" if changed else "-"}{_b36(max(1, int(round(days * _MINUTES_PER_DAY))))}'
-                    for days, changed in history)
+def _minutes(days: float) -> str:
+    return _b36(max(0, int(round(days * _MINUTES_PER_DAY))))
 
 
-def observe(text: Optional[str], days: float, changed: bool, keep: int) -> str:
-    """The history text with one more observation, the `keep` newest kept."""
-    history = parse_history(text) + [(days, changed)]
+def format_history(history: Sequence[tuple]) -> str:
+    items = []
+    for obs in history:
+        days, changed = obs[0], obs[1]
+        item = f'{"+" if changed else "-"}{_b36(max(1, int(round(days * _MINUTES_PER_DAY))))}'
+        if changed and len(obs) > 2 and obs[2] is not None:
+            item += '~' + _minutes(obs[2])
+        items.append(item)
+    return '.'.join(items)
+
+
+def observe(text: Optional[str], days: float, changed: bool, keep: int,
+            age: Optional[float] = None) -> str:
+    """The history text with one more observation (`age`: days from the Last-Modified date
+    of a changed page to the fetch, when known), the `keep` newest kept."""
+    history = parse_history(text) + [(days, changed) if age is None or not changed
+                                     else (days, True, age)]
     return format_history(history[-keep:])
 
 
 def estimate_rates(t: np.ndarray, changed: np.ndarray, valid: np.ndarray, *,
-                   prior_rate: float, prior_sigma: float) -> np.ndarray:
+                   prior_rate: float, prior_sigma: float,
+                   age: Optional[np.ndarray] = None) -> np.ndarray:
     """The posterior mode of each page's change rate (changes per day), for pages in rows:
-    `t` (days), `changed` and `valid` (bool) are arrays of shape (pages, observations)."""
+    `t` (days), `changed` and `valid` (bool) are arrays of shape (pages, observations); `age`
+    (days from a changed page's Last-Modified date to the fetch, NaN where unknown), the same
+    shape, or None."""
     t = np.where(valid, np.asarray(t, dtype=np.float64), 0.0)
     c = valid & np.asarray(changed, dtype=bool)
     u0, precision = math.log(prior_rate), 1.0 / (prior_sigma * prior_sigma)
     total = np.where(valid & ~c, t, 0.0).sum(axis=1)
+    events = np.zeros(len(t))
+    if age is not None:
+        # A dated change: one event and `age` days without one (1 − λ·age in the sum).
+        dated = c & ~np.isnan(np.asarray(age, dtype=np.float64))
+        total = total + np.where(dated, age, 0.0).sum(axis=1)
+        events = dated.sum(axis=1).astype(np.float64)
+        c = c & ~dated
+        t = np.where(dated, np.maximum(np.asarray(age, dtype=np.float64), 1e-6), t)
     changed_t = np.where(c, t, 0.0)
     # The root lies within 30 standard deviations of the prior's centre, ever so wide.
     lo = np.full(len(t), u0 - 30.0 * prior_sigma)
@@ -91,7 +129,7 @@ def estimate_rates(t: np.ndarray, changed: np.ndarray, valid: np.ndarray, *,
     # in a few steps (from far above the root it would only gain 1 in log λ per step).
     n = valid.sum(axis=1)
     mean_t = np.where(n > 0, t.sum(axis=1) / np.maximum(n, 1), 1.0 / prior_rate)
-    unchanged = (valid & ~c).sum(axis=1)
+    unchanged = (valid & ~np.asarray(changed, dtype=bool)).sum(axis=1)
     u = np.where(n > 0, np.log(np.maximum(-np.log((unchanged + 0.5) / (n + 0.5)), 1e-300)
                                / mean_t), u0)
     u = np.clip(u, lo, hi)
@@ -108,13 +146,15 @@ def estimate_rates(t: np.ndarray, changed: np.ndarray, valid: np.ndarray, *,
         phi = np.where(ca & np.isfinite(phi), phi, 0.0)
         dphi = np.where(ca & np.isfinite(dphi), dphi, 0.0)
         exposure = lam * total[active]
-        h = phi.sum(axis=1) - exposure - (ua - u0) * precision
+        h = phi.sum(axis=1) + events[active] - exposure - (ua - u0) * precision
         dh = dphi.sum(axis=1) - exposure - precision                # d h / d log λ (< 0)
         la = np.where(h > 0, ua, la)
         ha = np.where(h <= 0, ua, ha)
         with np.errstate(invalid='ignore', divide='ignore'):
             step = ua - h / dh
-        outside = ~((step > la) & (step < ha))
+        # A Newton step from far off the root is poor (from far above it gains only about 1
+        # in log λ a step): a step longer than 2 bisects instead.
+        outside = ~((step > la) & (step < ha)) | (np.abs(step - ua) > 2.0)
         new = np.where(outside, (la + ha) / 2, step)
         u[active], lo[active], hi[active] = new, la, ha
         active = active[np.abs(new - ua) >= 1e-10]
@@ -123,15 +163,17 @@ def estimate_rates(t: np.ndarray, changed: np.ndarray, valid: np.ndarray, *,
     return np.exp(u)
 
 
-def estimate_rate(history: Sequence[Tuple[float, bool]], *, prior_rate: float,
+def estimate_rate(history: Sequence[tuple], *, prior_rate: float,
                   prior_sigma: float) -> float:
-    """estimate_rates for one page's [(days, changed)]."""
+    """estimate_rates for one page's parse_history."""
     if not history:
         return prior_rate
-    t = np.array([[d for d, _ in history]])
-    c = np.array([[ch for _, ch in history]])
+    t = np.array([[obs[0] for obs in history]])
+    c = np.array([[obs[1] for obs in history]])
+    age = np.array([[obs[2] if len(obs) > 2 and obs[2] is not None else np.nan
+                     for obs in history]])
     return float(estimate_rates(t, c, np.ones_like(c, dtype=bool), prior_rate=prior_rate,
-                                prior_sigma=prior_sigma)[0])
+                                prior_sigma=prior_sigma, age=age)[0])
 
 
 def _check() -> None:        # pragma: no cover - a quick self-check for developers

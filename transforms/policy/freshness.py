@@ -3,22 +3,26 @@
 A simulated web of N pages, each changing on its own (a change model below), is crawled in
 rounds (one a day by default), as `beamcrawl crawl` would: a page is due when its crawldb fetch
 time has come; with a daily budget only the budget's worth of due pages is fetched, in
-generate's order (longest due first). A fetch sees what a real one would: a page unchanged since
-the last fetch answers 304 to If-Modified-Since (`fetch_notmodified`), a changed one answers 200
-with content whose signature differs from the stored one (`fetch_success`). The new crawldb
+generate's order (longest due first; with the optimal schedule, what a fetch gains first). A
+fetch sees what a real one would: a page unchanged since the last fetch answers 304 to
+If-Modified-Since (`fetch_notmodified`), a changed one answers 200 with content whose signature
+differs from the stored one (`fetch_success`), and a share of servers send the date of the
+page's last change (Last-Modified, LAST_MODIFIED_SHARE by default). The new crawldb
 record then comes from updatedb's own `merge_url`, with the configured schedule: the crawler's
 schedules are not re-implemented here. (`merge_url` gives the same answer for the same inputs,
 so it is called once per distinct input and the answer applied to every page that had it.)
 
-Besides the crawler's schedules, three reference policies know each page's true change rate:
-`uniform` revisits every page at the same interval, `proportional` at an interval inversely
-proportional to its change rate, and `optimal-known` at the optimal schedule's intervals
-(policy/optimal.py) computed from the true rates instead of estimated ones: what the optimal
+Besides the crawler's schedules, three reference policies: `uniform` revisits every page at
+the same interval, `proportional` at an interval inversely proportional to its true change
+rate (both from a random first fetch within their interval), and `optimal-known` is the
+optimal schedule run as the crawl runs it (plan, whole rounds, generate's ranking) with each
+page's true change rate in place of its estimate from the first fetch on: what the optimal
 schedule would reach if it knew the rates; all spend the budget (or, without one, what the
 default 30-day interval spends).
 
 Per schedule: average freshness (the share of pages whose stored copy is current, averaged over
-time: within each round, from its fetches to the next round's), average age (days since the
+time: within each round, from its fetches to the next round's; and the same after the first
+WARM_UP_DAYS, the steady state), average age (days since the
 stored copy became stale, 0 when fresh, averaged likewise), fetches,
 fetches per day, freshness per 1,000 daily fetches, wasted fetches (the page had not changed)
 and missed changes (changes overwritten by a later change before any fetch saw them).
@@ -49,6 +53,15 @@ CHANGE_MODELS = ('mixed', 'poisson', 'periodic')
 REFERENCE_POLICIES = ('uniform', 'proportional', 'optimal-known')
 _MEDIAN_DAYS, _SIGMA = 10.0, 1.5
 _NEVER_SHARE, _HOURLY_SHARE = 0.2, 0.05
+_CREATED_DAYS = 730.0                # mean age of a page that never changes, at day 0
+# The share of pages whose server sends a true Last-Modified date, by default: HTTP Archive
+# counted it on 73 % of all responses (November 2014), fewer HTML pages send it (they are
+# mostly generated); half is an assumption (docs/schedules.md).
+LAST_MODIFIED_SHARE = 0.5
+# Freshness is also reported after a warm-up: the first 90 days (the longest interval), in
+# which the crawl fetches every page a first time and learns its change rate.
+WARM_UP_DAYS = 90.0
+LAB_URL = 'http://lab.test/'       # page i's URL: LAB_URL + str(i)
 _T0 = 10 ** 12                       # a canonical "now" (ms) for the merge_url calls
 
 
@@ -59,14 +72,20 @@ class Population:
     periodic: np.ndarray             # bool: changes exactly every 1/rate days
     phase: np.ndarray                # days: a periodic page changes at phase + k / rate
     seed: int
+    # The server sends a true Last-Modified date (share `last_modified_share`), and for a page
+    # that never changes, how many days before day 0 it was created (its Last-Modified).
+    last_modified: Optional[np.ndarray] = None
+    created: Optional[np.ndarray] = None
 
     @property
     def size(self) -> int:
         return len(self.rate)
 
 
-def make_population(n: int, model: str, seed: int) -> Population:
-    """N pages with change rates drawn for `model` (one of CHANGE_MODELS)."""
+def make_population(n: int, model: str, seed: int,
+                    last_modified_share: float = 0.0) -> Population:
+    """N pages with change rates drawn for `model` (one of CHANGE_MODELS), a share of them
+    on servers that send Last-Modified (drawn apart: the change rates do not depend on it)."""
     if model not in CHANGE_MODELS:
         raise ValueError(f'change model {model!r}: expected one of {CHANGE_MODELS}')
     rng = np.random.default_rng(seed)
@@ -81,13 +100,18 @@ def make_population(n: int, model: str, seed: int) -> Population:
         rate[hourly] = 24.0
         periodic[hourly] = True
     phase = rng.random(n) / np.where(rate > 0, rate, 1.0)
-    return Population(rate=rate, periodic=periodic, phase=phase, seed=seed)
+    other = np.random.default_rng(seed + 2)
+    last_modified = other.random(n) < last_modified_share
+    created = other.exponential(_CREATED_DAYS, n)
+    return Population(rate=rate, periodic=periodic, phase=phase, seed=seed,
+                      last_modified=last_modified, created=created)
 
 
 @dataclasses.dataclass
 class Result:
     name: str
     freshness: float = 0.0           # share of current pages, averaged over time
+    steady: float = 0.0              # the same after the first WARM_UP_DAYS (0: none left)
     age_days: float = 0.0            # days a stale copy has been stale, averaged likewise
     fetches: int = 0
     fetches_per_day: float = 0.0
@@ -112,6 +136,40 @@ class _Truth:
         self.rng = rng
         self.known = np.zeros(population.size, dtype=bool)    # a copy is stored
         self.next_change = np.zeros(population.size)          # days; the copy is current before
+        self.dates = np.random.default_rng(population.seed + 3)   # Last-Modified dates
+
+    def _ages(self, idx: np.ndarray, changed: np.ndarray, t: float) -> np.ndarray:
+        """Days from the Last-Modified date to day t of pages `idx` fetched at t, for those
+        whose server sends it and that are fetched for the first time or found changed
+        (NaN for the others): the last change before t."""
+        age = np.full(len(idx), np.nan)
+        lm = self.p.last_modified
+        if lm is None:
+            return age
+        want = lm[idx] & (changed | ~self.known[idx])
+        if not want.any():
+            return age
+        sel = idx[want]
+        rate = self.p.rate[sel]
+        out = np.full(len(sel), np.nan)
+        never = rate <= 0
+        out[never] = t + self.p.created[sel][never]
+        periodic = ~never & self.p.periodic[sel]
+        if periodic.any():
+            period = 1.0 / rate[periodic]
+            phase = self.p.phase[sel][periodic]
+            k = np.floor((t - phase) / period + 1e-9)
+            last = phase + period * k
+            # a page before its first change: created a period before its phase
+            out[periodic] = t - np.where(k >= 0, last, phase - period)
+        poisson = ~never & ~self.p.periodic[sel]
+        if poisson.any():
+            back = self.dates.exponential(1.0 / rate[poisson])
+            first = np.where(self.known[sel][poisson], self.next_change[sel][poisson], -np.inf)
+            # the last change after the first one since the previous fetch, else that one
+            out[poisson] = np.minimum(back, t - first)
+        age[want] = out
+        return age
 
     def _next_after(self, idx: np.ndarray, t: float) -> np.ndarray:
         rate = self.p.rate[idx]
@@ -127,10 +185,12 @@ class _Truth:
             out[poisson] = t + self.rng.exponential(1.0 / rate[poisson])
         return out
 
-    def fetch(self, idx: np.ndarray, t: float) -> Tuple[np.ndarray, int]:
+    def fetch(self, idx: np.ndarray, t: float) -> Tuple[np.ndarray, int, np.ndarray]:
         """Pages `idx` fetched at day t: (changed since the last fetch, False for a first
-        fetch; changes missed); the stored copies become current."""
+        fetch; changes missed; days since the Last-Modified date, _ages); the stored copies
+        become current."""
         changed = self.known[idx] & (self.next_change[idx] <= t)
+        ages = self._ages(idx, changed, t)
         missed = 0
         seen = idx[changed]
         if len(seen):
@@ -147,7 +207,7 @@ class _Truth:
             missed = int(extra.sum())
         self.next_change[idx] = self._next_after(idx, t)
         self.known[idx] = True
-        return changed, missed
+        return changed, missed, ages
 
     def measure(self, t: float, span: float) -> Tuple[float, float]:
         """(share of current copies, mean days since copies became stale), averaged over the
@@ -171,6 +231,8 @@ def _finish(result: Result, freshness: List[float], ages: List[float], days: flo
             n: int) -> Result:
     result.daily_freshness = freshness
     result.freshness = float(np.mean(freshness)) if freshness else 0.0
+    skip = int(round(WARM_UP_DAYS * len(freshness) / days)) if days else 0
+    result.steady = float(np.mean(freshness[skip:])) if freshness[skip:] else 0.0
     result.age_days = float(np.mean(ages)) if ages else 0.0
     result.days = int(round(days))
     result.fetches_per_day = result.fetches / days if days else 0.0
@@ -240,7 +302,8 @@ class _ChangeRates:
     crawldb's; the interval of each fetched page comes from the schedule's own functions,
     vectorized over the pages fetched in a round."""
 
-    def __init__(self, schedule, n: int, plan_budget: float, round_days: float):
+    def __init__(self, schedule, n: int, plan_budget: float, round_days: float,
+                 known: Optional[np.ndarray] = None):
         # An interval shorter than a round is a round: the schedule's shortest interval is
         # the round's length here (as a crawl's db.fetch.schedule.optimal.min_interval should
         # be; docs/schedules.md).
@@ -249,54 +312,88 @@ class _ChangeRates:
         self.s, self.budget = schedule, plan_budget
         self.t = np.zeros((n, schedule.history), dtype=np.float64)
         self.changed = np.zeros((n, schedule.history), dtype=bool)
+        self.age = np.full((n, schedule.history), np.nan)
         self.count = np.zeros(n, dtype=np.int64)
         self.last = np.full(n, np.nan)
         self.rate = np.full(n, np.nan)
+        self.known = known                # the true rates (optimal-known), else estimated
         self.multiplier = None
+        # The pages' URLs are http://lab.test/<index>; their keys start whole_rounds' dither.
+        from beamcrawl.transforms.policy.optimal import page_key
+        self.keys = np.array([page_key(f'{LAB_URL}{i}') for i in range(n)], dtype=np.uint64)
 
     def start_round(self) -> None:
-        from beamcrawl.transforms.policy.optimal import NO_HISTORY_BIN, multiplier_for, rate_bins
+        from beamcrawl.transforms.policy.optimal import NO_HISTORY_BIN, rate_bins
         known = ~np.isnan(self.rate)
         counts = np.bincount(rate_bins(self.rate[known]))
         histogram = {k: int(c) for k, c in enumerate(counts) if c}
         histogram[NO_HISTORY_BIN] = int(np.count_nonzero(~known))
-        self.multiplier = multiplier_for(histogram, self.budget,
-                                         self.s.default_interval / 86400.0, self.s.min_days,
-                                         self.s.max_days)
+        self.multiplier = self.s.solve(histogram, self.budget)
 
-    def fetched(self, idx: np.ndarray, changed: np.ndarray, first: np.ndarray, t: float
-                ) -> np.ndarray:
-        """The new interval (days) of pages `idx` fetched at day t."""
+    def select(self, due: np.ndarray, fetch_time: np.ndarray, budget: Optional[int], t: float
+               ) -> np.ndarray:
+        """Generate's choice with this schedule: the due pages, or the budget's worth of
+        them that gain most from a fetch now (policy/generate.py; pages never fetched or
+        not for the longest interval first), ties to the longest due."""
+        from beamcrawl.transforms.policy.optimal import gain_per_fetch
+        idx = np.flatnonzero(due)
+        if budget is None or len(idx) <= budget:
+            return idx
+        rate = np.where(np.isnan(self.rate[idx]), self.s.prior_rate, self.rate[idx])
+        last = self.last[idx]
+        since = t - last
+        gain = np.where(np.isnan(last) | (since >= self.s.max_days - 1e-9), np.inf,
+                        gain_per_fetch(rate, since))
+        order = np.lexsort((idx, fetch_time[idx], -gain))
+        return idx[order[:budget]]
+
+    def fetched(self, idx: np.ndarray, changed: np.ndarray, first: np.ndarray, t: float,
+                age: Optional[np.ndarray] = None) -> np.ndarray:
+        """The new interval (days) of pages `idx` fetched at day t (`age`: days since the
+        Last-Modified date, NaN where the server sends none; as OptimalFetchSchedule records
+        it: for a change, and at the first fetch)."""
         from beamcrawl.transforms.policy.changerate import estimate_rates
         from beamcrawl.transforms.policy.optimal import optimal_intervals
-        seen = idx[~first & ~np.isnan(self.last[idx])]
-        seen_changed = changed[~first & ~np.isnan(self.last[idx])]
-        if len(seen):
-            slot = self.count[seen] % self.s.history
-            self.t[seen, slot] = t - self.last[seen]
-            self.changed[seen, slot] = seen_changed
-            self.count[seen] += 1
+        age = np.full(len(idx), np.nan) if age is None else age
+        again = ~first & ~np.isnan(self.last[idx])
+        fresh_start = np.isnan(self.last[idx]) & ~np.isnan(age)
+        record = again | fresh_start
+        rec = idx[record]
+        if len(rec):
+            slot = self.count[rec] % self.s.history
+            self.t[rec, slot] = np.where(again[record], t - self.last[rec], age[record])
+            self.changed[rec, slot] = np.where(again[record], changed[record], True)
+            self.age[rec, slot] = np.where(self.changed[rec, slot], age[record], np.nan)
+            self.count[rec] += 1
         self.last[idx] = t
         rows = idx[self.count[idx] > 0]
-        if len(rows):
+        if self.known is not None:        # knowing the rates from the first fetch on
+            self.rate[idx] = self.known[idx]
+        elif len(rows):
             valid = np.arange(self.s.history)[None, :] < self.count[rows][:, None]
             self.rate[rows] = estimate_rates(self.t[rows], self.changed[rows], valid,
                                              prior_rate=self.s.prior_rate,
-                                             prior_sigma=self.s.prior_sigma)
+                                             prior_sigma=self.s.prior_sigma,
+                                             age=self.age[rows])
         days = np.full(len(idx), self.s.default_interval / 86400.0)
         if self.multiplier is not None:
             known = ~np.isnan(self.rate[idx])
             days[known] = optimal_intervals(self.rate[idx][known], self.multiplier,
                                             self.s.min_days, self.s.max_days)
-        return np.maximum(1.0, np.rint(days * 86400.0)) / 86400.0
+        from beamcrawl.transforms.policy.optimal import dither, whole_rounds
+        offset = whole_rounds(days, self.s.min_days,
+                              dither(self.keys[idx], np.rint(t * DAY_MS).astype(np.int64)))
+        return np.maximum(1.0, np.rint(offset * 86400.0)) / 86400.0
 
 
 def simulate_schedule(name: str, rules: UpdateRules, population: Population, *, days: int,
                       budget: Optional[int], round_hours: float = 24.0,
                       content_type: str = 'text/html', plan_budget: Optional[float] = None,
-                      progress: Optional[Callable[[str], None]] = None) -> Result:
+                      progress: Optional[Callable[[str], None]] = None,
+                      known_rates: bool = False) -> Result:
     """Runs a crawler schedule (through merge_url with `rules`) over the population. The
-    optimal schedule plans for `plan_budget` fetches a day (_ChangeRates)."""
+    optimal schedule plans for `plan_budget` fetches a day (_ChangeRates); with `known_rates`
+    it uses the pages' true change rates instead of estimates (`optimal-known`)."""
     n = population.size
     rng = np.random.default_rng(population.seed + 1)
     truth = _Truth(population, rng)
@@ -312,15 +409,18 @@ def simulate_schedule(name: str, rules: UpdateRules, population: Population, *, 
     rounds = int(round(days / step))
     rates = None
     if rules.schedule.kind == 'optimal':
-        rates = _ChangeRates(rules.schedule, n, plan_budget or n * 86400.0 / default, step)
+        rates = _ChangeRates(rules.schedule, n, plan_budget or n * 86400.0 / default, step,
+                             known=population.rate if known_rates else None)
     for r in range(rounds):
         t = r * step
         if rates is not None:
             rates.start_round()
-        chosen = _select(fetch_time <= t + 1e-9, fetch_time, budget)
+        due = fetch_time <= t + 1e-9
+        chosen = (_select(due, fetch_time, budget) if rates is None else
+                  rates.select(due, fetch_time, budget, t))
         if len(chosen):
             first = ~has_sig[chosen]
-            changed, missed = truth.fetch(chosen, t)
+            changed, missed, dated = truth.fetch(chosen, t)
             result.missed += missed
             kinds = np.where(~has_sig[chosen], _Transitions.FIRST,
                              np.where(changed, _Transitions.CHANGED,
@@ -339,7 +439,7 @@ def simulate_schedule(name: str, rules: UpdateRules, population: Population, *, 
             modified[chosen] = np.where(got[:, 2] > -10 ** 14, t + got[:, 2] / DAY_MS, -np.inf)
             has_sig[chosen] = got[:, 3] > 0
             if rates is not None:
-                planned = rates.fetched(chosen, changed, first, t)
+                planned = rates.fetched(chosen, changed, first, t, dated)
                 interval[chosen] = np.rint(planned * 86400.0).astype(np.int64)
                 fetch_time[chosen] = t + planned
             result.fetches += len(chosen)
@@ -354,9 +454,9 @@ def simulate_schedule(name: str, rules: UpdateRules, population: Population, *, 
 
 def simulate_reference(name: str, population: Population, *, days: int, budget: float,
                        round_hours: float = 24.0, max_days: float = 90.0) -> Result:
-    """A reference policy (REFERENCE_POLICIES), spending `budget` fetches a day;
-    `optimal-known` revisits within a round and max_days."""
-    if name not in REFERENCE_POLICIES:
+    """A reference policy that knows the change rates, `uniform` or `proportional`
+    (`optimal-known` is simulate_schedule with known_rates), spending `budget` fetches a day."""
+    if name not in ('uniform', 'proportional'):
         raise ValueError(name)
     n = population.size
     rng = np.random.default_rng(population.seed + 1)
@@ -364,11 +464,6 @@ def simulate_reference(name: str, population: Population, *, days: int, budget: 
     step = _round_days(round_hours)
     if name == 'uniform':
         period = np.full(n, max(step, n / budget))
-    elif name == 'optimal-known':
-        from beamcrawl.transforms.policy.optimal import optimal_intervals, solve_multiplier
-        mu = solve_multiplier(population.rate, np.ones(n), budget, step, max_days)
-        period = (optimal_intervals(population.rate, mu, step, max_days) if mu is not None
-                  else np.full(n, max_days))
     else:
         total = population.rate.sum()
         frequency = budget * population.rate / total if total else np.zeros(n)
@@ -386,7 +481,7 @@ def simulate_reference(name: str, population: Population, *, days: int, budget: 
         chosen = _select(fetch_time <= t + 1e-9, fetch_time, cap)
         if len(chosen):
             first_time = ~truth.known[chosen]
-            changed, missed = truth.fetch(chosen, t)
+            changed, missed, _ = truth.fetch(chosen, t)
             result.missed += missed
             result.wasted += int(np.count_nonzero(~changed & ~first_time))
             fetch_time[chosen] = fetch_time[chosen] + period[chosen]

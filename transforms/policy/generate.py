@@ -3,7 +3,9 @@
 * `GenerateSettings.check(record, now)`: Nutch's per-record checks in Nutch's order (the URL
   filter is applied by the caller, first).
 * `sort_key(...)`: highest sort value first; ties: the record due longest (smallest fetch time)
-  first, then the smaller URL. Nutch leaves ties in no defined order.
+  first, then the smaller URL. Nutch leaves ties in no defined order. With the optimal
+  schedule (`GenerateSettings.sort_key`), what a fetch now gains first (policy/optimal.py
+  record_gain; docs/schedules.md), then that order.
 * `assign_segments(...)`: the SelectorReducer walk over one globally sorted list, so
   topN is exact (Nutch splits topN evenly over its reducers and can select fewer).
 * `segment_names(...)`: unique, increasing segment names without sleeping.
@@ -15,6 +17,7 @@ segment exceeds topN and no host exceeds generate.max.count in any segment.
 
 import dataclasses
 import datetime
+import math
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from beamcrawl.transforms.policy.schedule import should_fetch
@@ -38,6 +41,8 @@ class GenerateSettings:
     restrict_status: str         # generate.restrict.status ('' = none)
     min_score: float             # generate.min.score
     min_interval: int            # generate.min.interval, s (-1 = none)
+    gain_prior_rate: float = 0.0  # the optimal schedule's prior rate (changes/day); 0: not it
+    gain_max_days: float = math.inf  # the optimal schedule's longest interval, days
 
     @classmethod
     def create(cls, *, restrict_status: str, **fields) -> 'GenerateSettings':
@@ -65,6 +70,15 @@ class GenerateSettings:
         if self.min_interval != -1 and record['fetch_interval'] > self.min_interval:
             return 'interval_too_long', record
         return '', candidate
+
+    def sort_key(self, record: dict, now: int) -> tuple:
+        """Ascending order of this key is the selection order: sort_key, after the gain of a
+        fetch now with the optimal schedule."""
+        if not self.gain_prior_rate:
+            return sort_key(record)
+        from beamcrawl.transforms.policy.optimal import record_gain
+        return (-record_gain(record, now, self.gain_prior_rate, self.gain_max_days),) + \
+            sort_key(record)
 
 
 _SCORING = OpicScoring()

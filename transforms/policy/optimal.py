@@ -14,13 +14,18 @@ by bisection on log μ (docs/schedules.md).
 
 `OptimalFetchSchedule` is `db.fetch.schedule.class=optimal`: at each fetch it records what the
 fetch saw in the page's history (policy/changerate.py), estimates its change rate and sets its
-interval 1/f from the multiplier, bounded by its min and max intervals; a page without
-history keeps the default interval, and so does every page while no multiplier is known yet
-(the first updatedb with the schedule).
+interval 1/f from the multiplier, bounded by its min and max intervals, in whole rounds
+(`whole_rounds`); a page without history keeps the default interval, and so does every page
+while no multiplier is known yet (the first updatedb with the schedule). The intervals are
+planned for `due_factor` times the budget, and generate ranks the due pages by what a fetch
+now gains (`gain_per_fetch`, `record_gain`; docs/schedules.md).
 """
 
 import copy
+import datetime
+import email.utils
 import math
+import zlib
 from typing import Mapping, Optional
 
 import numpy as np
@@ -32,7 +37,8 @@ from beamcrawl.transforms.policy.schedule import (MS_PER_S, STATE_MODIFIED, STAT
 
 __all__ = ['freshness', 'optimal_frequencies', 'solve_multiplier', 'optimal_intervals',
            'rate_bin', 'rate_bins', 'bin_rate', 'NO_HISTORY_BIN', 'NOT_PLANNED_BIN', 'RATE_BINS', 'OptimalFetchSchedule',
-           'histogram_rates', 'multiplier_for', 'record_bin']
+           'histogram_rates', 'multiplier_for', 'record_bin', 'gain_per_fetch', 'record_gain',
+           'whole_rounds', 'dither', 'page_key']
 
 DAY_S = 86400.0
 # The histogram of change rates: bins of equal width in log rate, from one change in 10^5 days
@@ -75,6 +81,21 @@ def optimal_frequencies(rates, mu: float) -> np.ndarray:
     return np.where((rates > 0) & (target < _G[-1]), f, 0.0)
 
 
+def gain_per_fetch(rates, days_since) -> np.ndarray:
+    """What one fetch now adds to a page's freshness, per fetch, at the margin: g(λs)/λ for a
+    page last fetched s days ago (the quantity the optimum equalizes at μ: a page is due when
+    it reaches μ). It grows with s towards 1/λ: a page that changes often gains little from
+    any one fetch, since it is soon stale again. Generate ranks due pages by it (highest
+    first): when more are due than the budget fetches, those that gain most go first."""
+    rates = np.asarray(rates, dtype=float)
+    x = rates * np.asarray(days_since, dtype=float)
+    with np.errstate(divide='ignore', invalid='ignore', over='ignore'):
+        g = -np.expm1(-x) - x * np.exp(-x)
+        out = g / rates
+    # λ → 0: g(x)/λ → x²/(2λ) = λs²/2 → 0
+    return np.where(rates > 0, np.where(np.isfinite(out), out, 0.0), 0.0)
+
+
 def solve_multiplier(rates, counts, budget: float, min_days: float = 0.0,
                      max_days: float = math.inf) -> Optional[float]:
     """The μ at which the pages (`counts` of each rate) spend `budget` fetches a day, each
@@ -112,6 +133,38 @@ def optimal_intervals(rates, mu: float, min_days: float, max_days: float) -> np.
     with np.errstate(divide='ignore'):
         days = np.where(f > 0, 1.0 / f, max_days)
     return np.clip(days, min_days, max_days)
+
+
+def whole_rounds(days, round_days: float, u) -> np.ndarray:
+    """The offset (days) of the next fetch time for planned intervals `days`, in a crawl whose
+    rounds are `round_days` apart: a page is due at the first round at or after its fetch time,
+    so an interval of 1.3 rounds would be 2 rounds; instead it is 1 round with probability 0.7
+    and 2 with probability 0.3 (`u` uniform in [0, 1)), whose mean is the planned interval, and
+    the fetch time is half a round before that round, which leaves the fetch half a round to
+    happen after its round's generate."""
+    k = np.asarray(days, dtype=float) / round_days
+    whole = np.floor(k)
+    whole = np.maximum(1.0, whole + (np.asarray(u, dtype=float) < k - whole))
+    return (whole - 0.5) * round_days
+
+
+def page_key(url: str) -> int:
+    """The number a page's dither (`dither`) starts from: its URL's CRC-32."""
+    return zlib.crc32(url.encode('utf-8'))
+
+
+def dither(keys, fetch_time_ms) -> np.ndarray:
+    """A number in [0, 1) for each page key and fetch time, spread as if uniform and the same
+    wherever it is computed (updatedb, the lab): `whole_rounds`' coin."""
+    h = (np.asarray(keys, dtype=np.uint64) * np.uint64(0x9E3779B1)
+         + (np.asarray(fetch_time_ms, dtype=np.int64) // 60000).astype(np.uint64)
+         * np.uint64(0x85EBCA77)) & np.uint64(0xFFFFFFFF)
+    h ^= h >> np.uint64(15)
+    h = (h * np.uint64(0x2C1B3C6D)) & np.uint64(0xFFFFFFFF)
+    h ^= h >> np.uint64(12)
+    h = (h * np.uint64(0x297A2D39)) & np.uint64(0xFFFFFFFF)
+    h ^= h >> np.uint64(15)
+    return h.astype(np.float64) / 4294967296.0
 
 
 def rate_bins(rates) -> np.ndarray:
@@ -161,6 +214,46 @@ def record_bin(record: dict) -> int:
         return NO_HISTORY_BIN
 
 
+def record_gain(record: dict, now_ms: int, prior_rate: float,
+                max_days: float = math.inf) -> float:
+    """gain_per_fetch of a crawldb record at `now_ms`: from its estimated rate (the prior's
+    without one) and its last fetch; infinite for a page never fetched (a first copy is worth
+    more than any refresh) and for one last fetched `max_days` ago or more (the longest
+    interval holds, else a page that changes too fast to gain much would wait for ever)."""
+    meta = record.get('metadata') or {}
+    try:
+        last = int(meta[LAST_FETCH_KEY])
+    except (KeyError, ValueError):
+        return math.inf
+    try:
+        rate = float(meta.get(RATE_KEY, prior_rate))
+    except ValueError:
+        rate = prior_rate
+    days = max(0.0, (now_ms - last) / (DAY_S * MS_PER_S))
+    return math.inf if days >= max_days else float(gain_per_fetch(rate, days))
+
+
+def _last_modified_age(header: Optional[str], fetch_time: int, previous_fetch: Optional[int]
+                       ) -> Optional[float]:
+    """Days from a Last-Modified date to the fetch, when it can be true: not after the fetch,
+    and after the previous fetch when there was one (the page changed since; an older date is
+    a header the server no longer sends, or one that does not follow the content)."""
+    if not header:
+        return None
+    try:
+        when = email.utils.parsedate_to_datetime(header)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    ms = int(when.timestamp() * 1000)
+    if ms > fetch_time or (previous_fetch is not None and ms <= previous_fetch):
+        return None
+    return (fetch_time - ms) / (DAY_S * MS_PER_S)
+
+
 class OptimalFetchSchedule(FetchSchedule):
     """Intervals from estimated change rates and the multiplier of the whole crawldb."""
 
@@ -168,12 +261,20 @@ class OptimalFetchSchedule(FetchSchedule):
 
     def __init__(self, *, default_interval: int, max_interval: int, min_interval_s: float,
                  max_interval_s: float, history: int, prior_sigma: float,
-                 multiplier: Optional[float] = None):
+                 due_factor: float = 1.0, multiplier: Optional[float] = None):
         super().__init__(default_interval=default_interval, max_interval=max_interval)
         self.min_days, self.max_days = min_interval_s / DAY_S, max_interval_s / DAY_S
         self.history, self.prior_sigma = history, prior_sigma
         self.prior_rate = DAY_S / default_interval          # one change per default interval
+        self.due_factor = due_factor
         self.multiplier = multiplier
+
+    def solve(self, histogram: Mapping[int, float], budget: float) -> Optional[float]:
+        """The multiplier for the crawldb's histogram {bin: pages}: the pages are planned to
+        spend `due_factor` times the budget, so that more are due than the budget fetches and
+        generate picks those that gain most (gain_per_fetch)."""
+        return multiplier_for(histogram, budget * self.due_factor, self.default_interval / DAY_S,
+                              self.min_days, self.max_days)
 
     def with_multiplier(self, multiplier: Optional[float]) -> 'OptimalFetchSchedule':
         """This schedule with the crawldb's multiplier."""
@@ -195,9 +296,14 @@ class OptimalFetchSchedule(FetchSchedule):
             since = (fetch_time - int(last)) / (DAY_S * MS_PER_S) if last else 0.0
         except ValueError:
             since = 0.0
+        age = _last_modified_age(meta.get('Last-Modified'), fetch_time,
+                                 int(last) if since > 0 else None)
         if since > 0 and state in (STATE_MODIFIED, STATE_NOTMODIFIED):
             meta[HISTORY_KEY] = observe(meta.get(HISTORY_KEY), since, state == STATE_MODIFIED,
-                                        self.history)
+                                        self.history, age=age)
+        elif not last and age is not None and record.get('status') not in _NOT_PLANNED:
+            # A first fetch with Last-Modified: unchanged for `age` days, changed before.
+            meta[HISTORY_KEY] = observe(meta.get(HISTORY_KEY), age, True, self.history, age=age)
         meta[LAST_FETCH_KEY] = str(fetch_time)
         history = parse_history(meta.get(HISTORY_KEY))
         if history:
@@ -207,6 +313,9 @@ class OptimalFetchSchedule(FetchSchedule):
             days = self.interval_days(rate)
         else:
             days = (record['fetch_interval'] or self.default_interval) / DAY_S
+        # Due at a whole number of rounds (min_interval), planned days on average.
+        days = float(whole_rounds(days, self.min_days,
+                                  dither(page_key(record['url']), fetch_time)))
         interval = max(1, int(round(days * DAY_S)))
         modified = fetch_time if mod_time <= 0 or state == STATE_MODIFIED else mod_time
         return dict(record, retries=0, fetch_interval=interval, metadata=meta,
