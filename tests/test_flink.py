@@ -141,6 +141,35 @@ def test_one_stage_on_the_embedded_flink(built, tmp_path):
     assert len(read_db(tmp_path / 'local')) == 50
 
 
+def test_the_cluster_runs_jobs_with_the_beam_runner_of_its_class_path(built, cluster):
+    """Flink loads each job's classes anew unless its JVMs have them (flinkbuild.py
+    LIB_JAR_NOTE): the lib jar holds the runner's classes and none of Flink's distribution,
+    both JVMs run with it in their class path, and resolve a job's classes parent-first."""
+    import zipfile
+    with zipfile.ZipFile(built.build.lib_jar) as z:
+        lib = set(z.namelist())
+    dist = glob.glob(os.path.join(built.flink_home, 'lib', 'flink-dist-*.jar'))
+    with zipfile.ZipFile(dist[0]) as z:
+        assert not lib & set(z.namelist())
+    assert 'org/apache/beam/runners/flink/FlinkPipelineRunner.class' in lib
+    assert not [n for n in lib if n.startswith(('org/slf4j/', 'org/apache/logging/'))]
+    pids = cluster.pids()
+    for pid in pids['jobmanager'] + pids['taskmanager']:
+        with open(f'/proc/{pid}/cmdline', 'rb') as f:
+            argv = f.read().split(b'\0')
+        if b'java' not in argv[0]:          # taskmanager.sh's shell: its java child
+            with open(f'/proc/{pid}/task/{pid}/children') as f:
+                child = int(f.read().split()[0])
+            with open(f'/proc/{child}/cmdline', 'rb') as f:
+                argv = f.read().split(b'\0')
+        classpath = argv[argv.index(b'-classpath') + 1].decode()
+        assert os.path.join(cluster.run_dir, 'lib', 'beamcrawl-flink-lib.jar') in \
+            classpath.split(':'), classpath
+    with urllib.request.urlopen(f'http://{cluster.rest()}/jobmanager/config') as resp:
+        config = {e['key']: e['value'] for e in json.load(resp)}
+    assert config['classloader.resolve-order'] == 'parent-first'
+
+
 def test_start_is_idempotent_and_status_says_what_runs(cluster):
     proc = subprocess.run([sys.executable, '-m', 'beamcrawl.pipelines.cli', 'flink', 'start',
                            '--home', cluster.home], capture_output=True, text=True, cwd=ROOT)

@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from beamcrawl.transforms.runners.flinkbuild import _JAR, FLINK_VERSION, job_server_digest
+from beamcrawl.transforms.runners.flinkbuild import (_JAR, _LIB_JAR, FLINK_VERSION,
+                                                    job_server_digest)
 from beamcrawl.transforms.runners.localflink import LocalFlink, _kept_in_tmp
 from beamcrawl.transforms.runners.services import default_home, remember_home
 from tests.conftest import ROOT
@@ -33,6 +34,7 @@ def prepared_home(path):
     """A home in which `prepare` finds the job server and Flink built: empty stand-ins, enough
     for what `start` checks before it starts anything."""
     for stand_in in (os.path.join('job-server', 'target', _JAR),
+                     os.path.join('job-server', 'target', _LIB_JAR),   # made from the jar
                      os.path.join(f'flink-{FLINK_VERSION}', 'bin', 'start-cluster.sh')):
         os.makedirs(os.path.dirname(os.path.join(path, stand_in)), exist_ok=True)
         open(os.path.join(path, stand_in), 'wb').close()

@@ -40,3 +40,27 @@ def test_a_job_endpoint_that_is_not_a_grpc_server_is_named_in_one_line(tmp_path)
     assert line.startswith(f'beamcrawl inject: the job endpoint {endpoint} does not answer as '
                            f'a gRPC server within ')
     assert 'Traceback' not in proc.stderr
+
+
+def test_a_portable_pipeline_stages_no_list_of_the_submitting_environment(tmp_path):
+    """Beam's stager would run `pip freeze` for every pipeline on a portable runner (0.8 s of
+    CPU a pipeline); beamcrawl's options leave it out, and only it."""
+    from apache_beam.options.pipeline_options import PipelineOptions
+    from apache_beam.runners.portability.stager import SUBMISSION_ENV_DEPENDENCIES_FILE, Stager
+
+    from beamcrawl.transforms.runners import portable
+
+    def staged(options):
+        folder = tmp_path / str(len(list(tmp_path.iterdir())))
+        folder.mkdir()
+        Stager.create_job_resources(options, str(folder), log_submission_env_dependencies=True)
+        return sorted(p.name for p in folder.iterdir())
+
+    args = ['--runner', 'PortableRunner', '--experiments', 'some_other']
+    assert SUBMISSION_ENV_DEPENDENCIES_FILE in staged(PipelineOptions(args))   # Beam's default
+    options = PipelineOptions(args)
+    portable.skip_submission_environment(options)
+    portable.skip_submission_environment(options)                              # idempotent
+    assert SUBMISSION_ENV_DEPENDENCIES_FILE not in staged(options)
+    assert options.view_as(PipelineOptions).get_all_options()['experiments'] == [
+        'some_other', 'disable_logging_submission_environment']

@@ -6,7 +6,9 @@ the home the last `start` used, recorded per user, so that `status` and `stop` f
 cluster from any directory; else `.flink/` beside the source tree):
 
   job-server/, flink-1.19.3/, downloads/   what runners/flinkbuild.py builds, once
-  run/             pid files and logs of the processes `start` started, sdk-worker (the
+  run/             pid files and logs of the processes `start` started, lib/ (the class path
+                   of its JVMs: Flink's lib/ and the Beam runner's classes, runners/flinkbuild.py
+                   LIB_JAR_NOTE), sdk-worker (the
                    executable that starts an SDK worker: runners/sdkboot.py); run/tmp/ is the
                    JobManager's io.tmp.dirs, run/taskmanager-K/ TaskManager K's working
                    directory and run/taskmanager-K/tmp/ its io.tmp.dirs (it keeps each job's
@@ -264,6 +266,8 @@ class LocalFlink:
         remember_home('flink', self.home)
         sdkboot.boot_script(self.boot, self.python)
         env = self._env()
+        if 'jobmanager' in missing or 'taskmanager' in missing:
+            self._lib_folder()
         os.makedirs(self.tmp_dir, exist_ok=True)
         if 'jobmanager' in missing:
             log.info('flink: starting a JobManager')
@@ -338,12 +342,27 @@ class LocalFlink:
                 '-D', f'jobmanager.bind-host={self.bind}',
                 '-D', f'jobmanager.rpc.address={here}',
                 '-D', f'taskmanager.bind-host={self.bind}', '-D', f'taskmanager.host={here}',
-                '-D', f'blob.service.cleanup.interval={BLOB_CLEANUP_S}']
+                '-D', f'blob.service.cleanup.interval={BLOB_CLEANUP_S}',
+                # a job's classes are those of the class path, loaded and compiled once
+                # (runners/flinkbuild.py LIB_JAR_NOTE)
+                '-D', 'classloader.resolve-order=parent-first']
+
+    def _lib_folder(self) -> None:
+        """run/lib/: Flink's lib/ and the Beam runner's classes (flinkbuild.py LIB_JAR_NOTE),
+        the class path of the JobManager and the TaskManagers (FLINK_LIB_DIR)."""
+        lib = os.path.join(self.run_dir, 'lib')
+        shutil.rmtree(lib, ignore_errors=True)
+        os.makedirs(lib)
+        flink_lib = os.path.join(self.flink_home, 'lib')
+        for name in os.listdir(flink_lib):
+            os.symlink(os.path.join(flink_lib, name), os.path.join(lib, name))
+        os.symlink(self.build.lib_jar, os.path.join(lib, os.path.basename(self.build.lib_jar)))
 
     def _env(self) -> Dict[str, str]:
         # The worker pool starts SDK workers as plain `python` from PATH: this environment's
         # bin/ must come first, or the workers lack apache_beam and every job hangs.
-        env = dict(os.environ, FLINK_PID_DIR=self.run_dir, FLINK_HOME=self.flink_home)
+        env = dict(os.environ, FLINK_PID_DIR=self.run_dir, FLINK_HOME=self.flink_home,
+                   FLINK_LIB_DIR=os.path.join(self.run_dir, 'lib'))
         env['PATH'] = os.path.dirname(self.python) + os.pathsep + env.get('PATH', '')
         return env
 
@@ -396,6 +415,7 @@ class LocalFlink:
             for path in self._pid_paths(name):
                 os.remove(path)
         shutil.rmtree(self.tmp_dir, ignore_errors=True)
+        shutil.rmtree(os.path.join(self.run_dir, 'lib'), ignore_errors=True)
         # flink-console.sh notes each TaskManager's pid (the same as taskmanager-K.pid) there
         for path in glob.glob(os.path.join(self.run_dir, 'flink-*-taskexecutor.pid')):
             os.remove(path)

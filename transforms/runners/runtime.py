@@ -240,6 +240,7 @@ def _make_pipeline(beam_args: Sequence[str], cfg, records: int = 0) -> beam.Pipe
                                                 provision_info=_provision(options)),
                              options=options)
     options = portable.prepare_options(options)
+    portable.skip_submission_environment(options)
     portable.check_job_endpoint(options)        # before anything waits on a job or workers
     rest = portable.flink_rest(beam_args, cfg['runner.flink.rest'])
     portable.probe_workers(options, cfg['runner.probe.timeout'], rest)
