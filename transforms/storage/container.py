@@ -226,18 +226,11 @@ def read_records(path: str, offsets: Optional[List[int]] = None,
                 return
             reader = (fastavro.parse_schema(reader_schema)
                       if reader_schema is not None else None)
-            decode = fastavro.schemaless_reader
             for offset in offsets:
                 count, data = read_block(f, offset)
                 if header.codec == 'deflate':
                     data = zlib.decompress(data, -15)
-                buf = io.BytesIO(data)
-                start = 0
-                for _ in range(count):
-                    record = decode(buf, header.schema, reader)
-                    end = buf.tell()
-                    yield record, data[start:end]
-                    start = end
+                yield from _decoded_by_fastavro(data, count, header.schema, reader)
     except (OSError, ValueError, EOFError, KeyError, TypeError, IndexError,
             zlib.error) as e:
         raise unreadable(path, e) from None
@@ -257,16 +250,16 @@ def _datum_schema() -> dict:
     return _DATUM_SCHEMA[0]
 
 
-def _decoded_by_fastavro(data: bytes, count: int, schema: dict) -> List[Tuple[dict, bytes]]:
-    out = []
+def _decoded_by_fastavro(data: bytes, count: int, schema: dict, reader: Optional[dict] = None
+                         ) -> Iterator[Tuple[dict, bytes]]:
+    """(record, its encoded bytes) of a block's `count` records, decoded by fastavro."""
     buf = io.BytesIO(data)
     start = 0
     for _ in range(count):
-        record = fastavro.schemaless_reader(buf, schema, None)
+        record = fastavro.schemaless_reader(buf, schema, reader)
         end = buf.tell()
-        out.append((record, data[start:end]))
+        yield record, data[start:end]
         start = end
-    return out
 
 
 def read_datum_keys(path: str, offsets: List[int]) -> Iterator[Tuple[str, str, bytes]]:
