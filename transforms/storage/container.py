@@ -80,6 +80,15 @@ def read_block(f, offset: int) -> Tuple[int, bytes]:
     return count, data
 
 
+def _decompressed_blocks(f, header: Header, offsets: List[int]) -> Iterator[Tuple[int, bytes]]:
+    """(record count, data decompressed) of the blocks at `offsets` (null or deflate codec)."""
+    for offset in offsets:
+        count, data = read_block(f, offset)
+        if header.codec == 'deflate':
+            data = zlib.decompress(data, -15)
+        yield count, data
+
+
 def _read_bytes(f) -> bytes:
     size = read_long(f)
     data = f.read(size)
@@ -199,10 +208,7 @@ def read_records(path: str, offsets: Optional[List[int]] = None,
                 # fastavro's cost where times repeat, HandDecoder decides); a block that does
                 # not decode cleanly is left to fastavro.
                 hand = HandDecoder()
-                for offset in offsets:
-                    count, data = read_block(f, offset)
-                    if header.codec == 'deflate':
-                        data = zlib.decompress(data, -15)
+                for count, data in _decompressed_blocks(f, header, offsets):
                     decoded = hand.decode(data, count)
                     if decoded is None:
                         decoded = _decoded_by_fastavro(data, count, header.schema)
@@ -226,10 +232,7 @@ def read_records(path: str, offsets: Optional[List[int]] = None,
                 return
             reader = (fastavro.parse_schema(reader_schema)
                       if reader_schema is not None else None)
-            for offset in offsets:
-                count, data = read_block(f, offset)
-                if header.codec == 'deflate':
-                    data = zlib.decompress(data, -15)
+            for count, data in _decompressed_blocks(f, header, offsets):
                 yield from _decoded_by_fastavro(data, count, header.schema, reader)
     except (OSError, ValueError, EOFError, KeyError, TypeError, IndexError,
             zlib.error) as e:
@@ -272,10 +275,7 @@ def read_datum_keys(path: str, offsets: List[int]) -> Iterator[Tuple[str, str, b
             header = header_of(f)
             if header.codec not in NATIVE_CODECS:
                 raise ValueError(f'codec {header.codec} cannot be read block by block')
-            for offset in offsets:
-                count, data = read_block(f, offset)
-                if header.codec == 'deflate':
-                    data = zlib.decompress(data, -15)
+            for count, data in _decompressed_blocks(f, header, offsets):
                 split = split_datums(data, count)
                 if split is None:
                     split = [(record['url'], record['status'], raw) for record, raw
