@@ -359,10 +359,12 @@ _deferred: dict = {}
 def skip_unused_beam_imports() -> None:
     """Marks the _UNUSED_BEAM_IMPORTS as unavailable before Beam is imported: Beam then skips
     them, as it does where their client libraries are not installed; the _DEFERRED_FILESYSTEMS
-    too, until load_filesystems_on_demand() is in place. For the `beamcrawl` program only (a
+    too, until load_filesystems_on_demand() is in place; and beartype until it is used
+    (startup.defer_beartype). For the `beamcrawl` program only (a
     library user's process is left alone); pipelines on a cluster import Beam in their own
     workers."""
     if 'apache_beam' not in sys.modules:
+        startup.defer_beartype()
         for name in _UNUSED_BEAM_IMPORTS:
             sys.modules.setdefault(name, None)
         for scheme, name in _DEFERRED_FILESYSTEMS.items():

@@ -126,3 +126,63 @@ def test_the_program_loads_the_s3_and_hdfs_filesystems_when_a_path_names_them():
     assert out[2] == 'S3FileSystem True'
     assert out[3] == 'True'
     assert out[4] == 'hdfs: pipeline_options is not set'    # HadoopFileSystem, loaded
+
+
+_BEARTYPE_SCRIPT = '''
+import sys
+from beamcrawl.pipelines import cli
+cli.skip_unused_beam_imports()
+import apache_beam
+from beamcrawl.transforms import fetch, generate, inject, updatedb  # noqa
+print('beartype._decor.decormain' in sys.modules)
+from apache_beam.typehints import typehints
+print(typehints.is_consistent_with(bool, int), typehints.is_consistent_with(str, int))
+print('beartype._decor.decormain' in sys.modules)
+import beartype
+import beartype.door
+import beartype.roar
+print(callable(beartype.beartype), beartype.door.is_subhint(bool, int),
+      beartype.roar.BeartypeDoorException is typehints.BeartypeDoorException)
+'''
+
+
+def test_the_program_imports_beartype_when_beam_first_uses_it():
+    """The `beamcrawl` program starts without beartype's decorator machinery (startup.py
+    defer_beartype); Beam's check that uses it still answers, through the real package."""
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, '-c', _BEARTYPE_SCRIPT], capture_output=True,
+                         text=True, check=True).stdout.splitlines()
+    assert out == ['False', 'True False', 'True', 'True True True']
+
+
+class _Counted(beam.DoFn):
+    """A stateful DoFn: the running count per key, from a bag of what it saw."""
+    SEEN = beam.transforms.userstate.BagStateSpec('seen', beam.coders.VarIntCoder())
+
+    def process(self, element, seen=beam.DoFn.StateParam(SEEN)):
+        seen.add(element[1])
+        yield element[0], len(list(seen.read()))
+
+
+def test_dofn_specs_are_read_once_per_dofn_and_as_beam_reads_them(cfg, monkeypatch):
+    from apache_beam.testing.util import assert_that, equal_to
+    from apache_beam.transforms import userstate
+
+    from beamcrawl.transforms.runners import dofnspecs
+    assert userstate.get_dofn_specs.remembered        # installed by runtime.py
+    beam_read, asked = userstate.get_dofn_specs.read, []
+    monkeypatch.setattr(userstate, 'get_dofn_specs', lambda d: asked.append(d) or beam_read(d))
+    dofnspecs.remember_dofn_specs()                   # remembers what the counting one says
+    stateful, plain = _Counted(), beam.Map(len).dofn
+    for _ in range(3):
+        state, timers = userstate.get_dofn_specs(stateful)
+        assert [s.name for s in state] == ['seen'] and timers == set()
+        assert userstate.get_dofn_specs(plain) == (set(), set()) == beam_read(plain)
+        state.clear()                                 # a caller's sets are its own
+    assert len(asked) == 2 and {id(d) for d in asked} == {id(stateful), id(plain)}  # once each
+    assert userstate.is_stateful_dofn(stateful) and not userstate.is_stateful_dofn(plain)
+    p = make_pipeline([], cfg)                        # and a stateful pipeline runs as before
+    out = p | beam.Create([('a', 1), ('a', 2), ('b', 3)]) | beam.ParDo(_Counted())
+    assert_that(out, equal_to([('a', 1), ('a', 2), ('b', 1)]))
+    p.run().wait_until_finish()

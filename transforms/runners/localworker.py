@@ -75,8 +75,10 @@ def _harness() -> int:
     code."""
     from apache_beam.runners.worker import sdk_worker_main
 
+    from beamcrawl.transforms.runners.dofnspecs import remember_dofn_specs
     from beamcrawl.transforms.runners.sampler import prompt_state_sampler
     prompt_state_sampler()
+    remember_dofn_specs()
     try:
         sdk_worker_main.main([])
         return 0

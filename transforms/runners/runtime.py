@@ -25,6 +25,7 @@ from beamcrawl.transforms.base import progress, startup
 from beamcrawl.transforms.base.errors import UserError
 from beamcrawl.transforms.base.metrics import NAMESPACE
 from beamcrawl.transforms.runners import portable
+from beamcrawl.transforms.runners.dofnspecs import remember_dofn_specs
 from beamcrawl.transforms.runners.sampler import prompt_state_sampler
 
 __all__ = ['parse_now', 'format_time', 'split_beam_args', 'local_workers', 'make_pipeline',
@@ -33,6 +34,7 @@ __all__ = ['parse_now', 'format_time', 'split_beam_args', 'local_workers', 'make
 log = logging.getLogger('beamcrawl')
 
 prompt_state_sampler()      # every bundle of this process's pipelines ends at once (sampler.py)
+remember_dofn_specs()       # a DoFn's state and timer specs are read once (dofnspecs.py)
 
 # Fork servers of the local runner's workers for the pipeline being built (localworker.py).
 _fork_servers: List = []

@@ -70,8 +70,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     sys.stdout = sys.stderr
     from apache_beam.runners.worker import sdk_worker_main
 
+    from beamcrawl.transforms.runners.dofnspecs import remember_dofn_specs
     from beamcrawl.transforms.runners.sampler import prompt_state_sampler
     prompt_state_sampler()
+    remember_dofn_specs()
     sdk_worker_main.main([])
     return 0
 
