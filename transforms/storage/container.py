@@ -30,8 +30,8 @@ from apache_beam.io.filesystems import FileSystems
 
 from beamcrawl.transforms.base.errors import InputError
 from beamcrawl.transforms.storage import fs
-from beamcrawl.transforms.storage.datumcodec import HandDecoder, split_datums, varint
-from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA
+from beamcrawl.transforms.storage.datumcodec import (HandDecoder, datums_decoder, split_datums,
+                                                     varint)
 
 __all__ = ['Header', 'Block', 'MAGIC', 'NATIVE_CODECS', 'check_regular', 'read_header',
            'scan_blocks', 'read_records', 'read_datum_keys', 'read_long', 'read_block',
@@ -203,11 +203,14 @@ def read_records(path: str, offsets: Optional[List[int]] = None,
                 raise ValueError(f'codec {header.codec} cannot be read block by block')
             if offsets is None:
                 offsets = [b.offset for b in scan_blocks(path)[1]]
-            if reader_schema is None and header.schema == _datum_schema():
-                # CrawlDatum records, decoded here (datumcodec.decode_datums: less than half
-                # fastavro's cost where times repeat, HandDecoder decides); a block that does
-                # not decode cleanly is left to fastavro.
-                hand = HandDecoder()
+            decode = datums_decoder(header.schema) if reader_schema is None else None
+            if decode is not None:
+                # CrawlDatum records, in the crawldb's schema or another CrawlDatum-shaped one
+                # (only the contract's fields, the status symbols in another order), decoded
+                # here (datumcodec.datums_decoder: less than half fastavro's cost where times
+                # repeat, HandDecoder decides); a block that does not decode cleanly is left
+                # to fastavro.
+                hand = HandDecoder(decode)
                 for count, data in _decompressed_blocks(f, header, offsets):
                     decoded = hand.decode(data, count)
                     if decoded is None:
@@ -241,16 +244,6 @@ def read_records(path: str, offsets: Optional[List[int]] = None,
         raise
     except Exception as e:  # pylint: disable=broad-except  (fastavro decoder errors)
         raise unreadable(path, e) from None
-
-
-_DATUM_SCHEMA = []
-
-
-def _datum_schema() -> dict:
-    """CRAWL_DATUM_SCHEMA parsed by fastavro (as a Header's schema is), parsed once."""
-    if not _DATUM_SCHEMA:
-        _DATUM_SCHEMA.append(fastavro.parse_schema(CRAWL_DATUM_SCHEMA))
-    return _DATUM_SCHEMA[0]
 
 
 def _decoded_by_fastavro(data: bytes, count: int, schema: dict, reader: Optional[dict] = None
