@@ -11,7 +11,7 @@ from beamcrawl.transforms.engine import units
 from beamcrawl.transforms.storage import container
 from beamcrawl.transforms.storage.datumcodec import datums_decoder
 from beamcrawl.transforms.storage.partwriter import write_avro_file
-from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA
+from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, complete_datum
 from tests.workloads import datums
 
 
@@ -128,6 +128,9 @@ def test_records_of_another_writers_schema_are_the_ones_fastavro_reads(tmp_path,
     assert [r for r, _ in got] == expected
     assert all(fastavro.schemaless_reader(io.BytesIO(raw), parsed) == r for r, raw in got)
     assert [r for r, raw in container.read_records(path, with_raw=False)] == expected
+    completed = [complete_datum(r) for r in expected]
+    assert [r for r, _ in container.read_records(path, with_raw=False, complete=True)] == completed
+    assert [r for r, _ in container.read_records(path, complete=True)] == completed
     blocks = container.scan_blocks(path)[1]
     assert len(blocks) > 2
     first = blocks[0].count

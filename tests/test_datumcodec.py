@@ -13,7 +13,8 @@ import pytest
 from beamcrawl.transforms.storage.datumcodec import (datum_score_offset, datums_decoder,
                                                      decode_datum, decode_datums, encode_datum,
                                                      score_at, split_datums, varint, with_score)
-from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, STATUSES, crawl_datum
+from beamcrawl.transforms.storage.records import (CRAWL_DATUM_SCHEMA, STATUSES, complete_datum,
+                                                  crawl_datum)
 
 SCHEMA = fastavro.parse_schema(CRAWL_DATUM_SCHEMA)
 NOW = 1795305600000
@@ -398,6 +399,19 @@ def test_a_crawldatum_shaped_block_decodes_into_the_records_fastavro_reads(name)
         _same(decode(data, len(records)), expected)
         assert len(expected[0][0] if expected else records) == len(schema['fields']) or \
             not records
+
+
+@pytest.mark.parametrize('name', sorted(SHAPED))
+def test_completed_records_are_the_ones_complete_datum_makes_of_fastavros(name):
+    schema = SHAPED[name]
+    decode = datums_decoder(schema, complete=True)
+    records = _shaped_records(schema, EDGE + _random_records(13, 500, bits=63))
+    data, parsed = _block(schema, records)
+    expected = [(complete_datum(r), raw) for r, raw in _fastavro_read(data, len(records), parsed)]
+    decoded = decode(data, len(records))
+    _same(decoded, expected)
+    assert all(len(r) == len(CRAWL_DATUM_SCHEMA['fields']) for r, _ in decoded)
+    assert all(complete_datum(r) is r for r, _ in decoded)     # nothing left to complete
 
 
 def test_the_status_is_the_writers_symbol_whatever_its_order():

@@ -32,6 +32,7 @@ from beamcrawl.transforms.base.errors import InputError
 from beamcrawl.transforms.storage import fs
 from beamcrawl.transforms.storage.datumcodec import (HandDecoder, datums_decoder, split_datums,
                                                      varint)
+from beamcrawl.transforms.storage.records import complete_datum
 
 __all__ = ['Header', 'Block', 'MAGIC', 'NATIVE_CODECS', 'check_regular', 'read_header',
            'scan_blocks', 'read_records', 'read_datum_keys', 'read_long', 'read_block',
@@ -181,10 +182,11 @@ def scan_blocks(path: str) -> Tuple[Header, List[Block]]:
 
 
 def read_records(path: str, offsets: Optional[List[int]] = None,
-                 reader_schema: Optional[dict] = None, with_raw: bool = True
-                 ) -> Iterator[Tuple[dict, Optional[bytes]]]:
+                 reader_schema: Optional[dict] = None, with_raw: bool = True,
+                 complete: bool = False) -> Iterator[Tuple[dict, Optional[bytes]]]:
     """(record, encoded bytes) of the blocks starting at `offsets` (all blocks: None); the
-    bytes are None with `with_raw` False.
+    bytes are None with `with_raw` False. `complete` (CrawlDatum files): each record as
+    records.complete_datum completes it (the hand decoder builds it so at once).
 
     The bytes are the record's encoding in the file's own schema, so they can be written back
     unchanged only into a file with the same schema (PartWriter.write_raw checks the fields).
@@ -198,12 +200,13 @@ def read_records(path: str, offsets: Optional[List[int]] = None,
                 if offsets is None or offsets == [header.data_start]:
                     f.seek(0)
                     for record in fastavro.reader(f, reader_schema=reader_schema):
-                        yield record, None
+                        yield (complete_datum(record) if complete else record), None
                     return
                 raise ValueError(f'codec {header.codec} cannot be read block by block')
             if offsets is None:
                 offsets = [b.offset for b in scan_blocks(path)[1]]
-            decode = datums_decoder(header.schema) if reader_schema is None else None
+            decode = (datums_decoder(header.schema, complete) if reader_schema is None
+                      else None)
             if decode is not None:
                 # CrawlDatum records, in the crawldb's schema or another CrawlDatum-shaped one
                 # (only the contract's fields, the status symbols in another order), decoded
@@ -215,6 +218,8 @@ def read_records(path: str, offsets: Optional[List[int]] = None,
                     decoded = hand.decode(data, count)
                     if decoded is None:
                         decoded = _decoded_by_fastavro(data, count, header.schema)
+                        if complete:
+                            decoded = [(complete_datum(r), raw) for r, raw in decoded]
                     if with_raw:
                         yield from decoded
                     else:
@@ -231,12 +236,13 @@ def read_records(path: str, offsets: Optional[List[int]] = None,
                     framed += (varint(count), varint(len(data)), data, header.sync)
                 for record in fastavro.reader(io.BytesIO(b''.join(framed)),
                                               reader_schema=reader_schema):
-                    yield record, None
+                    yield (complete_datum(record) if complete else record), None
                 return
             reader = (fastavro.parse_schema(reader_schema)
                       if reader_schema is not None else None)
             for count, data in _decompressed_blocks(f, header, offsets):
-                yield from _decoded_by_fastavro(data, count, header.schema, reader)
+                for record, raw in _decoded_by_fastavro(data, count, header.schema, reader):
+                    yield (complete_datum(record) if complete else record), raw
     except (OSError, ValueError, EOFError, KeyError, TypeError, IndexError,
             zlib.error) as e:
         raise unreadable(path, e) from None

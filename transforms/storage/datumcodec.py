@@ -294,7 +294,9 @@ def split_datums(data: bytes, count: int) -> Optional[list]:
 # crawldb or segment written by another tool with only the contract's fields (docs/crawl-dir.md),
 # its status enum's symbols in any order. Such a file is read without a reader schema, so the
 # records are what fastavro reads with the writer's schema alone: the writer's fields, the
-# status its symbol; the caller completes them (records.complete_datum) as before.
+# status its symbol; or, for a caller that completes them anyway, the record as
+# records.complete_datum completes it (protocol_status and http_code None where the writer has
+# no such field), built at once rather than copied.
 
 _FOUR_LONGS = re.compile(rb'([\x80-\xff]{0,8}[\x00-\x7f])([\x80-\xff]{0,8}[\x00-\x7f])'
                          rb'([\x80-\xff]{0,8}[\x00-\x7f])([\x80-\xff]{0,8}[\x00-\x7f])')
@@ -346,14 +348,16 @@ class _Layout(NamedTuple):
 _OWN_LAYOUT = _Layout(_STATUS_NAMES, (0, 2), (0, 2), (0, 2))
 
 
-def _decode_block(data: bytes, count: int, layout: _Layout) -> Optional[list]:
-    """decode_datums for the writer's `layout`."""
+def _decode_block(data: bytes, count: int, layout: _Layout, complete: bool = False
+                  ) -> Optional[list]:
+    """decode_datums for the writer's `layout`; `complete`: every record with all of
+    CRAWL_DATUM_SCHEMA's fields (as records.complete_datum fills them)."""
     out = []
     append = out.append
     four = _FOUR_LONGS.match
     longs = _LONG_OF
     statuses, (sig_null, sig_value), protocol, http = layout
-    full = protocol is not _ABSENT and http is not _ABSENT
+    full = complete or (protocol is not _ABSENT and http is not _ABSENT)
     unpack_float = _FLOAT.unpack_from
     size = len(data)
     pos = 0
@@ -536,18 +540,20 @@ def _layout_of(schema) -> Optional[_Layout]:
     return _Layout(tuple(symbols), signature, *tail)
 
 
-def datums_decoder(schema) -> Optional[Callable[[bytes, int], Optional[list]]]:
+def datums_decoder(schema, complete: bool = False
+                   ) -> Optional[Callable[[bytes, int], Optional[list]]]:
     """For a file whose writer's schema is `schema` (parsed by fastavro or not): a decoder of
     its blocks like decode_datums, giving the records fastavro reads with that schema alone
     (no reader schema), when the schema is CrawlDatum-shaped (_layout_of: CRAWL_DATUM_SCHEMA's
     fields, or its first 9 or 10, with the types beamcrawl reads by hand); else None (fastavro
-    reads the file)."""
+    reads the file). With `complete`, the records are as records.complete_datum completes
+    those: the fields the writer has not, None."""
     layout = _layout_of(schema)
     if layout is None:
         return None
     if layout == _OWN_LAYOUT:
         return decode_datums
-    return lambda data, count: _decode_block(data, count, layout)
+    return lambda data, count: _decode_block(data, count, layout, complete)
 
 
 class HandDecoder:
