@@ -14,6 +14,10 @@ The workloads (built once, copied afresh before every run):
                them to new URLs
   updatedb-foreign  the same with the crawldb in 4 parts in URL order, no partitioning note
                (a crawldb converted from elsewhere: its first update maps all of it)
+  generate-contract, updatedb-contract  the generate and updatedb-foreign workloads with
+               every CrawlDatum file rewritten in another writer's schema: only the contract's
+               fields (docs/crawl-dir.md, "Records"), no namespace, crawl_fetch's
+               protocol_status a plain string (as files written by another tool are)
   invertlinks  100k parse_data records with 5 outlinks each, no linkdb yet (no normalize or
                filter, as a crawl script runs it)
   dedup        the updatedb crawldb (2/3 of it db_fetched) with a signature per page but that
@@ -46,7 +50,8 @@ import bench_updatedb  # noqa: E402
 from measure import ROOT, beamcrawl, measure  # noqa: E402
 
 NOW = str(bench_updatedb.NOW)
-STAGES = ('inject', 'generate', 'updatedb', 'updatedb-foreign', 'invertlinks', 'dedup', 'index')
+STAGES = ('inject', 'generate', 'updatedb', 'updatedb-foreign', 'invertlinks', 'dedup', 'index',
+          'generate-contract', 'updatedb-contract')
 WORDS = ('crawler search index page web link anchor text politeness fetch schedule host '
          'domain robots segment shard query score boost signature parse content title '
          'freshness adaptive interval budget').split()
@@ -71,6 +76,62 @@ def build_updatedb(work, urls):
 def build_updatedb_foreign(work, urls):
     return bench_updatedb.build(os.path.join(work, 'crawl'), urls, urls // 10, urls // 2,
                                 native=False)
+
+
+def _contract_schema(fetch):
+    """CrawlDatum as another tool writes it: the contract's fields only (docs/crawl-dir.md),
+    no namespace, no defaults but the signature's; crawl_fetch adds protocol_status (a plain
+    string) and http_code."""
+    from beamcrawl.transforms.storage.records import STATUSES
+    fields = [
+        {'name': 'url', 'type': 'string'},
+        {'name': 'status', 'type': {'type': 'enum', 'name': 'CrawlStatus',
+                                    'symbols': list(STATUSES)}},
+        {'name': 'fetch_time', 'type': 'long'}, {'name': 'modified_time', 'type': 'long'},
+        {'name': 'fetch_interval', 'type': 'int'}, {'name': 'retries', 'type': 'int'},
+        {'name': 'score', 'type': 'float'},
+        {'name': 'signature', 'type': ['null', 'bytes'], 'default': None},
+        {'name': 'metadata', 'type': {'type': 'map', 'values': 'string'}}]
+    if fetch:
+        fields += [{'name': 'protocol_status', 'type': 'string'},
+                   {'name': 'http_code', 'type': ['null', 'int'], 'default': None}]
+    return {'type': 'record', 'name': 'FetchDatum' if fetch else 'CrawlDatum', 'fields': fields}
+
+
+def to_contract(crawl):
+    """Rewrites every CrawlDatum part under `crawl` in _contract_schema (deflate, as
+    fastavro writes by default)."""
+    import fastavro
+    for directory, _, files in os.walk(crawl):
+        for name in files:
+            if not name.endswith('.avro'):
+                continue
+            path = os.path.join(directory, name)
+            with open(path, 'rb') as f:
+                reader = fastavro.reader(f)
+                if reader.writer_schema.get('name') != 'org.beamcrawl.CrawlDatum':
+                    continue
+                fetch = os.path.basename(directory) == 'crawl_fetch'
+                schema = fastavro.parse_schema(_contract_schema(fetch))
+                names = [f['name'] for f in schema['fields']]
+                records = [{n: r[n] for n in names} for r in reader]
+            if fetch:
+                for r in records:
+                    r['protocol_status'] = r['protocol_status'] or ''
+            with open(path, 'wb') as f:
+                fastavro.writer(f, schema, records, codec='deflate')
+
+
+def build_generate_contract(work, urls):
+    records = build_generate(work, urls)
+    to_contract(os.path.join(work, 'crawl'))
+    return records
+
+
+def build_updatedb_contract(work, urls):
+    records = build_updatedb_foreign(work, urls)
+    to_contract(os.path.join(work, 'crawl'))
+    return records
 
 
 def build_invertlinks(work, urls):
@@ -121,6 +182,9 @@ def command(stage, work, extra, urls=1000000):
                      '--num-fetchers', '2', '--now', NOW],
         'updatedb': ['updatedb', crawl, '--now', NOW],
         'updatedb-foreign': ['updatedb', crawl, '--now', NOW],
+        'updatedb-contract': ['updatedb', crawl, '--now', NOW],
+        'generate-contract': ['generate', crawl, '--top-n', str(urls // 10), '-D',
+                              'generate.max.count=50', '--num-fetchers', '2', '--now', NOW],
         'invertlinks': ['invertlinks', crawl],
         'dedup': ['dedup', crawl],
         'index': ['index', crawl],

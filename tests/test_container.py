@@ -9,8 +9,9 @@ import pytest
 from beamcrawl.transforms.base.errors import InputError
 from beamcrawl.transforms.engine import units
 from beamcrawl.transforms.storage import container
+from beamcrawl.transforms.storage.datumcodec import datums_decoder
 from beamcrawl.transforms.storage.partwriter import write_avro_file
-from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA
+from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, complete_datum
 from tests.workloads import datums
 
 
@@ -79,3 +80,61 @@ def test_crawldb_records_read_by_hand_are_the_ones_fastavro_reads(tmp_path, code
     assert [(url, status, raw) for url, status, raw in container.read_datum_keys(
         path, [b.offset for b in container.scan_blocks(path)[1]])] == \
         [(r['url'], r['status'], raw) for r, raw in got]
+
+
+CONTRACT_STATUSES = ['linked', 'injected', 'db_unfetched', 'db_fetched', 'db_gone',
+                     'db_redir_perm', 'fetch_success', 'fetch_gone', 'signature']
+
+
+def _contract(**changes):
+    """A CrawlDatum schema of another writer: the contract's fields only, its own status
+    symbol order (docs/crawl-dir.md); `changes` replaces fields' types."""
+    fields = [
+        {'name': 'url', 'type': 'string'},
+        {'name': 'status', 'type': {'type': 'enum', 'name': 'CrawlStatus',
+                                    'symbols': CONTRACT_STATUSES}},
+        {'name': 'fetch_time', 'type': 'long'}, {'name': 'modified_time', 'type': 'long'},
+        {'name': 'fetch_interval', 'type': 'int'}, {'name': 'retries', 'type': 'int'},
+        {'name': 'score', 'type': 'float'},
+        {'name': 'signature', 'type': ['null', 'bytes'], 'default': None},
+        {'name': 'metadata', 'type': {'type': 'map', 'values': 'string'}}]
+    return {'type': 'record', 'name': 'CrawlDatum',
+            'fields': [dict(f, type=changes.get(f['name'], f['type'])) for f in fields]}
+
+
+@pytest.mark.parametrize('codec', ['null', 'deflate'])
+@pytest.mark.parametrize('schema', [_contract(), _contract(score='double')],
+                         ids=['contract', 'not hand-decoded'])
+def test_records_of_another_writers_schema_are_the_ones_fastavro_reads(tmp_path, codec, schema):
+    names = [f['name'] for f in schema['fields']]
+    records = []
+    for i, record in enumerate(datums(1500)):
+        record = {name: record[name] for name in names}
+        record['status'] = CONTRACT_STATUSES[i % len(CONTRACT_STATUSES)]
+        if i % 97 == 0:             # a long of 64 bits: its block is read by fastavro
+            record['fetch_time'] = (1 << 63) - 1
+        if i % 5 == 0:
+            record['metadata'] = {'k': str(i)}
+            record['signature'] = b'%d' % i
+        records.append(record)
+    path = str(tmp_path / 'a.avro')
+    parsed = fastavro.parse_schema(schema)
+    with open(path, 'wb') as f:
+        fastavro.writer(f, parsed, records, codec=codec, sync_interval=3000)
+    with open(path, 'rb') as f:
+        expected = list(fastavro.reader(f))
+    assert [r['status'] for r in expected] == [r['status'] for r in records]
+    got = list(container.read_records(path))
+    assert [r for r, _ in got] == expected
+    assert all(fastavro.schemaless_reader(io.BytesIO(raw), parsed) == r for r, raw in got)
+    assert [r for r, raw in container.read_records(path, with_raw=False)] == expected
+    completed = [complete_datum(r) for r in expected]
+    assert [r for r, _ in container.read_records(path, with_raw=False, complete=True)] == completed
+    assert [r for r, _ in container.read_records(path, complete=True)] == completed
+    blocks = container.scan_blocks(path)[1]
+    assert len(blocks) > 2
+    first = blocks[0].count
+    assert [r for r, _ in container.read_records(path, [blocks[1].offset], with_raw=False)] \
+        == expected[first:first + blocks[1].count]
+    # the first schema is read by hand (datumcodec.datums_decoder), the second by fastavro
+    assert (datums_decoder(parsed) is not None) == (schema['fields'][6]['type'] == 'float')

@@ -1,6 +1,7 @@
 """datumcodec: CrawlDatum records encoded by hand give fastavro's bytes, or are left to
 fastavro; the score is found and replaced inside encoded records; records split out of a block
-are the ones fastavro reads there."""
+are the ones fastavro reads there; records decoded by hand, in our schema or in another
+CrawlDatum-shaped one (the contract's fields only), are the ones fastavro reads."""
 
 import io
 import math
@@ -9,10 +10,11 @@ import random
 import fastavro
 import pytest
 
-from beamcrawl.transforms.storage.datumcodec import (datum_score_offset, decode_datum,
-                                                     decode_datums, encode_datum, score_at,
-                                                     split_datums, varint, with_score)
-from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, STATUSES, crawl_datum
+from beamcrawl.transforms.storage.datumcodec import (datum_score_offset, datums_decoder,
+                                                     decode_datum, decode_datums, encode_datum,
+                                                     score_at, split_datums, varint, with_score)
+from beamcrawl.transforms.storage.records import (CRAWL_DATUM_SCHEMA, STATUSES, complete_datum,
+                                                  crawl_datum)
 
 SCHEMA = fastavro.parse_schema(CRAWL_DATUM_SCHEMA)
 NOW = 1795305600000
@@ -117,11 +119,11 @@ def test_cut_or_garbled_bytes_give_no_offset_or_a_valid_one():
     assert datum_score_offset(b'\xff' * 40) is None
 
 
-def _fastavro_read(data, count):
-    """What fastavro reads in a block: [(record, its bytes)]."""
+def _fastavro_read(data, count, schema=SCHEMA):
+    """What fastavro reads in a block (written in `schema`): [(record, its bytes)]."""
     buf, out, start = io.BytesIO(data), [], 0
     for _ in range(count):
-        record = fastavro.schemaless_reader(buf, SCHEMA)
+        record = fastavro.schemaless_reader(buf, schema)
         out.append((record, data[start:buf.tell()]))
         start = buf.tell()
     return out
@@ -265,3 +267,203 @@ def test_blocks_of_new_times_are_left_to_fastavro_and_tried_again_later():
         assert hand.decode(repeated, 50) is None         # fastavro's for a while
     assert hand.decode(repeated, 50) is not None         # then tried again
     assert hand.decode(repeated, 50) is not None
+
+
+# -- another writer's CrawlDatum-shaped schema ----------------------------------------------------
+# A crawldb written by another tool carries only the contract's fields (docs/crawl-dir.md), its
+# status enum's symbols in its own order; its crawl_fetch adds protocol_status as a plain string
+# and http_code. The hand decoder must read such a block as fastavro reads it with the writer's
+# schema alone (container.read_records gives no reader schema), and leave any other schema to
+# fastavro.
+
+CONTRACT_STATUSES = ['db_unfetched', 'db_fetched', 'db_gone', 'db_redir_temp', 'db_redir_perm',
+                     'db_notmodified', 'db_duplicate', 'db_orphan', 'fetch_success',
+                     'fetch_retry', 'fetch_redir_temp', 'fetch_redir_perm', 'fetch_gone',
+                     'fetch_notmodified', 'signature', 'injected', 'linked']
+
+
+def _contract(statuses=CONTRACT_STATUSES, signature=('null', 'bytes'), tail=()):
+    """The contract's CrawlDatum schema (no namespace, no defaults but the signature's), with
+    `tail` fields after metadata."""
+    return {'type': 'record', 'name': 'CrawlDatum', 'fields': [
+        {'name': 'url', 'type': 'string'},
+        {'name': 'status', 'type': {'type': 'enum', 'name': 'CrawlStatus',
+                                    'symbols': list(statuses)}},
+        {'name': 'fetch_time', 'type': 'long'}, {'name': 'modified_time', 'type': 'long'},
+        {'name': 'fetch_interval', 'type': 'int'}, {'name': 'retries', 'type': 'int'},
+        {'name': 'score', 'type': 'float'},
+        {'name': 'signature', 'type': list(signature), 'default': None},
+        {'name': 'metadata', 'type': {'type': 'map', 'values': 'string'}}] + list(tail)}
+
+
+_PROTOCOL = {'name': 'protocol_status', 'type': 'string'}
+_HTTP = {'name': 'http_code', 'type': ['null', 'int'], 'default': None}
+CONTRACT = _contract()
+SHAPED = {       # writer schemas the hand decoder reads
+    'contract': CONTRACT,
+    'symbols reversed': _contract(statuses=CONTRACT_STATUSES[::-1]),
+    'symbols shuffled, fewer': _contract(statuses=random.Random(1).sample(CONTRACT_STATUSES, 12)),
+    'signature bytes first': _contract(signature=('bytes', 'null')),
+    'crawl_fetch': _contract(tail=[_PROTOCOL, _HTTP]),
+    'protocol union': _contract(tail=[{'name': 'protocol_status', 'type': ['null', 'string']}]),
+    'protocol only': _contract(tail=[_PROTOCOL]),
+    'http plain': _contract(tail=[_PROTOCOL, {'name': 'http_code', 'type': 'int'}]),
+    'http union reversed': _contract(tail=[{'name': 'protocol_status', 'type': ['string', 'null']},
+                                           {'name': 'http_code', 'type': ['int', 'null']}]),
+    'java strings': dict(_contract(), fields=[
+        dict(f, type={'type': 'string', 'avro.java.string': 'String'}) if f['type'] == 'string'
+        else f for f in CONTRACT['fields']]),
+    'ours': CRAWL_DATUM_SCHEMA,
+}
+
+
+def _fields(schema, **changes):
+    """`schema` with its fields changed: name → new field (None: dropped)."""
+    fields = []
+    for field in schema['fields']:
+        if field['name'] in changes:
+            if changes[field['name']] is not None:
+                fields.append(dict(field, **changes[field['name']]))
+        else:
+            fields.append(field)
+    return dict(schema, fields=fields)
+
+
+NOT_SHAPED = {   # writer schemas left to fastavro
+    'modified_time missing': _fields(CONTRACT, modified_time=None),
+    'metadata missing': _fields(CONTRACT, metadata=None),
+    'url renamed': _fields(CONTRACT, url={'name': 'URL'}),
+    'score a double': _fields(CONTRACT, score={'type': 'double'}),
+    'fetch_time an int': _fields(CONTRACT, fetch_time={'type': 'int'}),
+    'retries a long': _fields(CONTRACT, retries={'type': 'long'}),
+    'fetch_time a timestamp': _fields(CONTRACT, fetch_time={
+        'type': {'type': 'long', 'logicalType': 'timestamp-millis'}}),
+    'status a string': _fields(CONTRACT, status={'type': 'string'}),
+    'status of 65 symbols': _contract(statuses=[f's{i}' for i in range(65)]),
+    'signature not null': _fields(CONTRACT, signature={'type': 'bytes', 'default': ''}),
+    'signature a string': _contract(signature=('null', 'string')),
+    'metadata of bytes': _fields(CONTRACT, metadata={'type': {'type': 'map', 'values': 'bytes'}}),
+    'protocol_status bytes': _contract(tail=[{'name': 'protocol_status', 'type': 'bytes'}]),
+    'http_code a long': _contract(tail=[_PROTOCOL, {'name': 'http_code', 'type': 'long'}]),
+    'http_code without protocol': _contract(tail=[_HTTP]),
+    'a field more': _contract(tail=[_PROTOCOL, _HTTP, {'name': 'x', 'type': 'int'}]),
+    'fields in another order': dict(CONTRACT, fields=[CONTRACT['fields'][2],
+                                                      CONTRACT['fields'][1],
+                                                      CONTRACT['fields'][0]]
+                                    + CONTRACT['fields'][3:]),
+}
+
+
+def _shaped_records(schema, records):
+    """`records` as the writer of `schema` has them: its fields, statuses it has."""
+    names = [f['name'] for f in schema['fields']]
+    symbols = schema['fields'][1]['type']['symbols']
+    out = []
+    for i, record in enumerate(records):
+        record = {name: record[name] for name in names}
+        if record['status'] not in symbols:
+            record['status'] = symbols[i % len(symbols)]
+        for name in ('protocol_status', 'http_code'):    # a plain type: never null
+            if name in record and record[name] is None and not isinstance(
+                    schema['fields'][names.index(name)]['type'], list):
+                record[name] = '' if name == 'protocol_status' else 0
+        out.append(record)
+    return out
+
+
+def _block(schema, records):
+    parsed = fastavro.parse_schema(schema)
+    buf = io.BytesIO()
+    for record in records:
+        fastavro.schemaless_writer(buf, parsed, record)
+    return buf.getvalue(), parsed
+
+
+EDGE = [r for r in PLAIN if _63_bits(r)] + [
+    _datum(signature=b'\x00\x02'), _datum(metadata={str(i): str(i) * i for i in range(70)}),
+    _datum(fetch_time=(1 << 62) - 1, modified_time=-(1 << 62), fetch_interval=-(1 << 31),
+           retries=(1 << 31) - 1),
+    _datum(url='x' * 64), _datum(url='x' * 63), _datum(protocol_status='ü' * 100, http_code=-1)]
+
+
+@pytest.mark.parametrize('name', sorted(SHAPED))
+def test_a_crawldatum_shaped_block_decodes_into_the_records_fastavro_reads(name):
+    schema = SHAPED[name]
+    decode = datums_decoder(fastavro.parse_schema(schema))
+    assert decode is not None
+    assert datums_decoder(schema) is not None           # the schema as JSON gives, too
+    for records in (EDGE, _random_records(11, 2000, bits=63), []):
+        records = _shaped_records(schema, records)
+        data, parsed = _block(schema, records)
+        expected = _fastavro_read(data, len(records), parsed)
+        _same(decode(data, len(records)), expected)
+        assert len(expected[0][0] if expected else records) == len(schema['fields']) or \
+            not records
+
+
+@pytest.mark.parametrize('name', sorted(SHAPED))
+def test_completed_records_are_the_ones_complete_datum_makes_of_fastavros(name):
+    schema = SHAPED[name]
+    decode = datums_decoder(schema, complete=True)
+    records = _shaped_records(schema, EDGE + _random_records(13, 500, bits=63))
+    data, parsed = _block(schema, records)
+    expected = [(complete_datum(r), raw) for r, raw in _fastavro_read(data, len(records), parsed)]
+    decoded = decode(data, len(records))
+    _same(decoded, expected)
+    assert all(len(r) == len(CRAWL_DATUM_SCHEMA['fields']) for r, _ in decoded)
+    assert all(complete_datum(r) is r for r, _ in decoded)     # nothing left to complete
+
+
+def test_the_status_is_the_writers_symbol_whatever_its_order():
+    for statuses in (CONTRACT_STATUSES, CONTRACT_STATUSES[::-1], ['linked', 'db_fetched']):
+        schema = _contract(statuses=statuses)
+        records = [_datum(status=s) for s in statuses]
+        data, parsed = _block(schema, _shaped_records(schema, records))
+        decoded = datums_decoder(parsed)(data, len(records))
+        assert [r['status'] for r, _ in decoded] == statuses
+    schema = _contract(statuses=['linked', 'db_fetched'])
+    data, parsed = _block(schema, _shaped_records(schema, [_datum(status='linked')]))
+    assert data[1 + len('http://example.com/')] == 0        # after the URL: index 0, linked
+    assert datums_decoder(parsed)(data, 1)[0][0]['status'] == 'linked'
+
+
+def test_our_schema_gets_decode_datums():
+    assert datums_decoder(SCHEMA) is decode_datums
+
+
+@pytest.mark.parametrize('name', sorted(NOT_SHAPED))
+def test_other_schemas_are_left_to_fastavro(name):
+    schema = NOT_SHAPED[name]
+    assert datums_decoder(schema) is None
+    assert datums_decoder(fastavro.parse_schema(schema)) is None
+
+
+@pytest.mark.parametrize('name', ['contract', 'crawl_fetch', 'symbols reversed'])
+def test_cut_garbled_or_miscounted_contract_blocks_do_not_decode(name):
+    schema = SHAPED[name]
+    records = _shaped_records(schema, _random_records(12, 20, bits=63))
+    data, parsed = _block(schema, records)
+    decode = datums_decoder(parsed)
+    assert decode(data, 20) is not None
+    assert decode(data, 19) is None
+    assert decode(data, 21) is None
+    for end in range(0, len(data), 5):
+        assert decode(data[:end], 20) is None
+    rnd = random.Random(5)
+    decoded_some = 0
+    for _ in range(2000):           # garbled: not decoded, or decoded as fastavro does
+        garbled = bytearray(data)
+        for _ in range(rnd.randint(1, 3)):
+            garbled[rnd.randrange(len(garbled))] = rnd.randrange(256)
+        decoded = decode(bytes(garbled), 20)
+        if decoded is not None:
+            decoded_some += 1
+            _same(decoded, _fastavro_read(bytes(garbled), 20, parsed))
+    assert decoded_some > 100       # the comparison above was made
+
+
+def test_a_long_of_64_bits_in_a_contract_block_is_left_to_fastavro():
+    decode = datums_decoder(CONTRACT)
+    for record in (_datum(fetch_time=(1 << 63) - 1), _datum(modified_time=-(1 << 63))):
+        data, _ = _block(CONTRACT, _shaped_records(CONTRACT, [record]))
+        assert decode(data, 1) is None

@@ -30,8 +30,7 @@ from beamcrawl.transforms.storage.databases import DbLayout, DbUpdate
 from beamcrawl.transforms.storage.datumcodec import decode_datum
 from beamcrawl.transforms.storage.parts import ReadCrawlDb, Record, WriteParts
 from beamcrawl.transforms.storage.partwriter import write_avro_file
-from beamcrawl.transforms.storage.records import (CRAWL_DATUM_SCHEMA, METADATA_GENERATE_TIME,
-                                                  complete_datum)
+from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, METADATA_GENERATE_TIME
 
 __all__ = ['SelectForFetch', 'WriteFetchLists', 'MarkGenerated', 'complete_fetch_lists']
 
@@ -96,8 +95,9 @@ class _SelectFn(metrics.CountingDoFn):
             return
         select = self._select
         raw_ok = item.raw_ok
-        for record, raw in container.read_records(item.path, item.blocks, with_raw=raw_ok):
-            selected = select(record, raw) if raw_ok else select(complete_datum(record))
+        for record, raw in container.read_records(item.path, item.blocks, with_raw=raw_ok,
+                                                  complete=not raw_ok):
+            selected = select(record, raw) if raw_ok else select(record)
             if selected is not None:
                 yield selected
         self.done.add(item.records)

@@ -141,9 +141,8 @@ class UpdateMapper(Mapper):
         raw_ok = old and rules.keeps_urls
         encode = not unit.raw_ok
         for record, raw in container.read_records(unit.path, unit.blocks,
-                                                  with_raw=old and unit.raw_ok):
-            if not unit.raw_ok:
-                record = complete_datum(record)
+                                                  with_raw=old and unit.raw_ok,
+                                                  complete=not unit.raw_ok):
             if old:
                 yield from self.old_item(record, raw, raw_ok, counts, encode)
                 continue

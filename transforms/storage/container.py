@@ -30,8 +30,9 @@ from apache_beam.io.filesystems import FileSystems
 
 from beamcrawl.transforms.base.errors import InputError
 from beamcrawl.transforms.storage import fs
-from beamcrawl.transforms.storage.datumcodec import HandDecoder, split_datums, varint
-from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA
+from beamcrawl.transforms.storage.datumcodec import (HandDecoder, datums_decoder, split_datums,
+                                                     varint)
+from beamcrawl.transforms.storage.records import complete_datum
 
 __all__ = ['Header', 'Block', 'MAGIC', 'NATIVE_CODECS', 'check_regular', 'read_header',
            'scan_blocks', 'read_records', 'read_datum_keys', 'read_long', 'read_block',
@@ -181,10 +182,11 @@ def scan_blocks(path: str) -> Tuple[Header, List[Block]]:
 
 
 def read_records(path: str, offsets: Optional[List[int]] = None,
-                 reader_schema: Optional[dict] = None, with_raw: bool = True
-                 ) -> Iterator[Tuple[dict, Optional[bytes]]]:
+                 reader_schema: Optional[dict] = None, with_raw: bool = True,
+                 complete: bool = False) -> Iterator[Tuple[dict, Optional[bytes]]]:
     """(record, encoded bytes) of the blocks starting at `offsets` (all blocks: None); the
-    bytes are None with `with_raw` False.
+    bytes are None with `with_raw` False. `complete` (CrawlDatum files): each record as
+    records.complete_datum completes it (the hand decoder builds it so at once).
 
     The bytes are the record's encoding in the file's own schema, so they can be written back
     unchanged only into a file with the same schema (PartWriter.write_raw checks the fields).
@@ -198,20 +200,26 @@ def read_records(path: str, offsets: Optional[List[int]] = None,
                 if offsets is None or offsets == [header.data_start]:
                     f.seek(0)
                     for record in fastavro.reader(f, reader_schema=reader_schema):
-                        yield record, None
+                        yield (complete_datum(record) if complete else record), None
                     return
                 raise ValueError(f'codec {header.codec} cannot be read block by block')
             if offsets is None:
                 offsets = [b.offset for b in scan_blocks(path)[1]]
-            if reader_schema is None and header.schema == _datum_schema():
-                # CrawlDatum records, decoded here (datumcodec.decode_datums: less than half
-                # fastavro's cost where times repeat, HandDecoder decides); a block that does
-                # not decode cleanly is left to fastavro.
-                hand = HandDecoder()
+            decode = (datums_decoder(header.schema, complete) if reader_schema is None
+                      else None)
+            if decode is not None:
+                # CrawlDatum records, in the crawldb's schema or another CrawlDatum-shaped one
+                # (only the contract's fields, the status symbols in another order), decoded
+                # here (datumcodec.datums_decoder: less than half fastavro's cost where times
+                # repeat, HandDecoder decides); a block that does not decode cleanly is left
+                # to fastavro.
+                hand = HandDecoder(decode)
                 for count, data in _decompressed_blocks(f, header, offsets):
                     decoded = hand.decode(data, count)
                     if decoded is None:
                         decoded = _decoded_by_fastavro(data, count, header.schema)
+                        if complete:
+                            decoded = [(complete_datum(r), raw) for r, raw in decoded]
                     if with_raw:
                         yield from decoded
                     else:
@@ -228,12 +236,13 @@ def read_records(path: str, offsets: Optional[List[int]] = None,
                     framed += (varint(count), varint(len(data)), data, header.sync)
                 for record in fastavro.reader(io.BytesIO(b''.join(framed)),
                                               reader_schema=reader_schema):
-                    yield record, None
+                    yield (complete_datum(record) if complete else record), None
                 return
             reader = (fastavro.parse_schema(reader_schema)
                       if reader_schema is not None else None)
             for count, data in _decompressed_blocks(f, header, offsets):
-                yield from _decoded_by_fastavro(data, count, header.schema, reader)
+                for record, raw in _decoded_by_fastavro(data, count, header.schema, reader):
+                    yield (complete_datum(record) if complete else record), raw
     except (OSError, ValueError, EOFError, KeyError, TypeError, IndexError,
             zlib.error) as e:
         raise unreadable(path, e) from None
@@ -241,16 +250,6 @@ def read_records(path: str, offsets: Optional[List[int]] = None,
         raise
     except Exception as e:  # pylint: disable=broad-except  (fastavro decoder errors)
         raise unreadable(path, e) from None
-
-
-_DATUM_SCHEMA = []
-
-
-def _datum_schema() -> dict:
-    """CRAWL_DATUM_SCHEMA parsed by fastavro (as a Header's schema is), parsed once."""
-    if not _DATUM_SCHEMA:
-        _DATUM_SCHEMA.append(fastavro.parse_schema(CRAWL_DATUM_SCHEMA))
-    return _DATUM_SCHEMA[0]
 
 
 def _decoded_by_fastavro(data: bytes, count: int, schema: dict, reader: Optional[dict] = None

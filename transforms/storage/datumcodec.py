@@ -19,14 +19,14 @@ by a count of 0; a float is 4 bytes little-endian.
 import io
 import re
 import struct
-from typing import Callable, Dict, Optional, Tuple
+from typing import Callable, Dict, NamedTuple, Optional, Tuple
 
 import fastavro
 
 from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, STATUSES
 
 __all__ = ['encode_datum', 'encoder_for', 'varint', 'datum_score_offset', 'score_at', 'with_score',
-           'split_datums', 'decode_datums', 'decode_datum', 'HandDecoder']
+           'split_datums', 'decode_datums', 'datums_decoder', 'decode_datum', 'HandDecoder']
 
 _FIELDS = tuple(f['name'] for f in CRAWL_DATUM_SCHEMA['fields'])
 assert _FIELDS == ('url', 'status', 'fetch_time', 'modified_time', 'fetch_interval', 'retries',
@@ -289,6 +289,14 @@ def split_datums(data: bytes, count: int) -> Optional[list]:
 # bytes (the URLs one update added share their fetch time, intervals and retry counts repeat).
 # A value decoded in Python costs more than fastavro's C: where most records bring new times
 # (fetched pages), `HandDecoder` leaves the blocks to fastavro.
+#
+# The same loop reads files written in another CrawlDatum-shaped schema (`datums_decoder`): a
+# crawldb or segment written by another tool with only the contract's fields (docs/crawl-dir.md),
+# its status enum's symbols in any order. Such a file is read without a reader schema, so the
+# records are what fastavro reads with the writer's schema alone: the writer's fields, the
+# status its symbol; or, for a caller that completes them anyway, the record as
+# records.complete_datum completes it (protocol_status and http_code None where the writer has
+# no such field), built at once rather than copied.
 
 _FOUR_LONGS = re.compile(rb'([\x80-\xff]{0,8}[\x00-\x7f])([\x80-\xff]{0,8}[\x00-\x7f])'
                          rb'([\x80-\xff]{0,8}[\x00-\x7f])([\x80-\xff]{0,8}[\x00-\x7f])')
@@ -322,16 +330,34 @@ def _string_at(data: bytes, pos: int) -> Tuple[str, int]:
     return data[pos:end].decode('utf-8'), end
 
 
-def decode_datums(data: bytes, count: int) -> Optional[list]:
-    """[(record, its encoded bytes)] of a block's `count` records (its data, decompressed, in
-    CRAWL_DATUM_SCHEMA): the dicts fastavro's reader gives. None when the data is not exactly
-    that many well-formed records or holds a long of more than 63 bits (the caller reads it
-    with fastavro then, which decides)."""
+# How the writer wrote an optional field (signature, protocol_status, http_code): the byte that
+# says null and the byte that says a value (a union's branch indexes 0 and 1, zigzag: 0 and 2,
+# in the writer's order), or _PLAIN (the value's type alone, never null), or _ABSENT (no such
+# field: it ends the writer's record).
+_PLAIN = (-1, -1)
+_ABSENT = None
+
+
+class _Layout(NamedTuple):
+    statuses: Tuple[str, ...]           # the status enum's symbols, by index
+    signature: Tuple[int, int]          # (null byte, value byte): a union of null and bytes
+    protocol_status: Optional[Tuple[int, int]]
+    http_code: Optional[Tuple[int, int]]
+
+
+_OWN_LAYOUT = _Layout(_STATUS_NAMES, (0, 2), (0, 2), (0, 2))
+
+
+def _decode_block(data: bytes, count: int, layout: _Layout, complete: bool = False
+                  ) -> Optional[list]:
+    """decode_datums for the writer's `layout`; `complete`: every record with all of
+    CRAWL_DATUM_SCHEMA's fields (as records.complete_datum fills them)."""
     out = []
     append = out.append
     four = _FOUR_LONGS.match
     longs = _LONG_OF
-    statuses = _STATUS_NAMES
+    statuses, (sig_null, sig_value), protocol, http = layout
+    full = complete or (protocol is not _ABSENT and http is not _ABSENT)
     unpack_float = _FLOAT.unpack_from
     size = len(data)
     pos = 0
@@ -360,10 +386,10 @@ def decode_datums(data: bytes, count: int) -> Optional[list]:
             score = unpack_float(data, pos)[0]
             pos += 4
             b = data[pos]
-            if b == 0:
+            if b == sig_null:
                 signature = None
                 pos += 1
-            elif b == 2:
+            elif b == sig_value:
                 length, pos = _varint_at(data, pos + 1)
                 if length < 0 or pos + length > size:
                     return None
@@ -385,51 +411,169 @@ def decode_datums(data: bytes, count: int) -> Optional[list]:
                     for _ in range(entries):
                         key, pos = _string_at(data, pos)
                         metadata[key], pos = _string_at(data, pos)
-            b = data[pos]
-            if b == 0:
-                protocol_status = None
-                pos += 1
-            elif b == 2:
-                protocol_status, pos = _string_at(data, pos + 1)
-            else:
-                return None
-            b = data[pos]
-            if b == 0:
-                http_code = None
-                pos += 1
-            elif b == 2:
-                http_code, pos = _varint_at(data, pos + 1)
-            else:
-                return None
+            protocol_status = http_code = None
+            if protocol is not _ABSENT:
+                if protocol is _PLAIN:
+                    protocol_status, pos = _string_at(data, pos)
+                else:
+                    b = data[pos]
+                    if b == protocol[0]:
+                        pos += 1
+                    elif b == protocol[1]:
+                        protocol_status, pos = _string_at(data, pos + 1)
+                    else:
+                        return None
+            if http is not _ABSENT:
+                if http is _PLAIN:
+                    http_code, pos = _varint_at(data, pos)
+                else:
+                    b = data[pos]
+                    if b == http[0]:
+                        pos += 1
+                    elif b == http[1]:
+                        http_code, pos = _varint_at(data, pos + 1)
+                    else:
+                        return None
+            if full:
+                record = {'url': url, 'status': status, 'fetch_time': longs[fetch_time],
+                          'modified_time': longs[modified_time],
+                          'fetch_interval': longs[interval], 'retries': longs[retries],
+                          'score': score, 'signature': signature, 'metadata': metadata,
+                          'protocol_status': protocol_status, 'http_code': http_code}
+            else:                                   # the writer's fields only
+                record = {'url': url, 'status': status, 'fetch_time': longs[fetch_time],
+                          'modified_time': longs[modified_time],
+                          'fetch_interval': longs[interval], 'retries': longs[retries],
+                          'score': score, 'signature': signature, 'metadata': metadata}
+                if protocol is not _ABSENT:
+                    record['protocol_status'] = protocol_status
             if pos > size:
                 return None
-            append(({'url': url, 'status': status, 'fetch_time': longs[fetch_time],
-                     'modified_time': longs[modified_time], 'fetch_interval': longs[interval],
-                     'retries': longs[retries], 'score': score, 'signature': signature,
-                     'metadata': metadata, 'protocol_status': protocol_status,
-                     'http_code': http_code}, data[start:pos]))
+            append((record, data[start:pos]))
     except (IndexError, UnicodeDecodeError):
         return None
     return out if pos == size else None
 
 
+def decode_datums(data: bytes, count: int) -> Optional[list]:
+    """[(record, its encoded bytes)] of a block's `count` records (its data, decompressed, in
+    CRAWL_DATUM_SCHEMA): the dicts fastavro's reader gives. None when the data is not exactly
+    that many well-formed records or holds a long of more than 63 bits (the caller reads it
+    with fastavro then, which decides)."""
+    return _decode_block(data, count, _OWN_LAYOUT)
+
+
+_PRIMITIVES = ('null', 'boolean', 'int', 'long', 'float', 'double', 'bytes', 'string')
+
+
+def _primitive(avro_type) -> Optional[str]:
+    """The primitive type named by `avro_type` ('long', {'type': 'long'}); None for any other
+    type, and for a primitive with a logical type (fastavro would read it as something else)."""
+    if isinstance(avro_type, dict):
+        if 'logicalType' in avro_type:
+            return None
+        avro_type = avro_type.get('type')
+    return avro_type if isinstance(avro_type, str) and avro_type in _PRIMITIVES else None
+
+
+def _optional(avro_type, value: str) -> Optional[Tuple[int, int]]:
+    """How an optional field of type `avro_type` is written, when it holds `value`s: a union
+    of null and `value` in either order, or `value` alone (_PLAIN); None for anything else."""
+    if _primitive(avro_type) == value:
+        return _PLAIN
+    if isinstance(avro_type, list) and len(avro_type) == 2:
+        branches = [_primitive(t) for t in avro_type]
+        if branches == ['null', value]:
+            return (0, 2)
+        if branches == [value, 'null']:
+            return (2, 0)
+    return None
+
+
+_FIXED_TYPES = {'url': 'string', 'fetch_time': 'long', 'modified_time': 'long',
+                'fetch_interval': 'int', 'retries': 'int', 'score': 'float'}
+
+
+def _layout_of(schema) -> Optional[_Layout]:
+    """The layout of a CrawlDatum-shaped writer schema (parsed by fastavro or not); None when
+    the schema is not one: its fields must be CRAWL_DATUM_SCHEMA's first 9, 10 or 11, in that
+    order, of these types: url string; status an enum (any symbols, up to 64, in any order);
+    fetch_time and modified_time long; fetch_interval and retries int; score float; signature
+    a union of null and bytes; metadata a map of strings; protocol_status a string and
+    http_code an int, each alone or in a union with null."""
+    if not isinstance(schema, dict) or schema.get('type') != 'record':
+        return None
+    fields = schema.get('fields')
+    if not isinstance(fields, list) or not 9 <= len(fields) <= len(_FIELDS):
+        return None
+    if any(not isinstance(f, dict) for f in fields):
+        return None
+    types = {f.get('name'): f.get('type') for f in fields}
+    if tuple(f.get('name') for f in fields) != _FIELDS[:len(fields)]:
+        return None
+    if any(_primitive(types[name]) != kind for name, kind in _FIXED_TYPES.items()):
+        return None
+    status = types['status']
+    if not (isinstance(status, dict) and status.get('type') == 'enum'
+            and 'logicalType' not in status):
+        return None
+    symbols = status.get('symbols')
+    if not (isinstance(symbols, list) and 0 < len(symbols) <= 64
+            and all(isinstance(s, str) for s in symbols)):
+        return None
+    metadata = types['metadata']
+    if not (isinstance(metadata, dict) and metadata.get('type') == 'map'
+            and 'logicalType' not in metadata and _primitive(metadata.get('values')) == 'string'):
+        return None
+    signature = _optional(types['signature'], 'bytes')
+    if signature is None or signature is _PLAIN:
+        return None
+    tail = []
+    for name, value in (('protocol_status', 'string'), ('http_code', 'int')):
+        if name not in types:
+            tail.append(_ABSENT)
+            continue
+        written = _optional(types[name], value)
+        if written is None:
+            return None
+        tail.append(written)
+    return _Layout(tuple(symbols), signature, *tail)
+
+
+def datums_decoder(schema, complete: bool = False
+                   ) -> Optional[Callable[[bytes, int], Optional[list]]]:
+    """For a file whose writer's schema is `schema` (parsed by fastavro or not): a decoder of
+    its blocks like decode_datums, giving the records fastavro reads with that schema alone
+    (no reader schema), when the schema is CrawlDatum-shaped (_layout_of: CRAWL_DATUM_SCHEMA's
+    fields, or its first 9 or 10, with the types beamcrawl reads by hand); else None (fastavro
+    reads the file). With `complete`, the records are as records.complete_datum completes
+    those: the fields the writer has not, None."""
+    layout = _layout_of(schema)
+    if layout is None:
+        return None
+    if layout == _OWN_LAYOUT:
+        return decode_datums
+    return lambda data, count: _decode_block(data, count, layout, complete)
+
+
 class HandDecoder:
-    """Decides, block by block along one file, whether decode_datums pays: while a block's
-    records bring fewer new long values than there are records, the next block is decoded by
-    hand; after a block that brought more, the next `PROBE` - 1 blocks are left to fastavro
-    (None), and the one after is tried again."""
+    """Decides, block by block along one file, whether the hand decoder pays (decode_datums,
+    or `decode` from datums_decoder): while a block's records bring fewer new long values than
+    there are records, the next block is decoded by hand; after a block that brought more, the
+    next `PROBE` - 1 blocks are left to fastavro (None), and the one after is tried again."""
 
     PROBE = 8
 
-    def __init__(self):
+    def __init__(self, decode: Callable[[bytes, int], Optional[list]] = decode_datums):
         self.skip = 0
+        self._decode = decode
 
     def decode(self, data: bytes, count: int) -> Optional[list]:
         if self.skip:
             self.skip -= 1
             return None
         before = _LONG_OF.misses
-        decoded = decode_datums(data, count)
+        decoded = self._decode(data, count)
         if _LONG_OF.misses - before > count:
             self.skip = self.PROBE - 1
         return decoded
