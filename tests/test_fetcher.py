@@ -2,7 +2,9 @@
 
 import dataclasses
 import gzip
+import socket
 import threading
+import time
 from collections import Counter
 
 import pytest
@@ -11,6 +13,7 @@ from beamcrawl.transforms import settings
 from beamcrawl.transforms.base.config import load_config
 from beamcrawl.transforms.fetcher import Fetcher
 from beamcrawl.transforms.fetcher.dns import Resolver
+from beamcrawl.transforms.fetcher.guard import RequestCut, Watchdog
 from beamcrawl.transforms.policy.partition import queue_key
 from beamcrawl.transforms.storage.records import crawl_datum
 from beamcrawl.transforms.storage.segments import CONTENT, CRAWL_FETCH
@@ -304,3 +307,78 @@ def test_unresolvable_queue_gets_an_exception_status(web, cfg):
     (part, r), = fetcher.close()
     assert (r['status'], r['protocol_status']) == ('fetch_retry', 'exception')
     assert 'does not resolve' in r['metadata']['_error_']
+
+
+# -- the request watchdog (fetcher/guard.py): fetch threads register without a lock ----------
+
+def _until(condition, what: str) -> None:
+    """Waits for `condition()` (a bound for a broken watchdog, not a speed limit)."""
+    deadline = time.monotonic() + 60
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.005)
+
+
+def _cut(watchdog: Watchdog) -> bool:
+    try:
+        watchdog.check()
+        return False
+    except RequestCut:
+        return True
+
+
+def test_the_watchdog_cuts_each_request_at_its_deadline_also_after_an_idle_time():
+    watchdog = Watchdog()
+    try:
+        for _ in range(3):                         # the 2nd and 3rd begin with none in flight
+            ours, theirs = socket.socketpair()
+            watchdog.begin(time.time() + 0.05)
+            watchdog.attach(ours)
+            _until(lambda: _cut(watchdog), 'the request was not cut at its deadline')
+            assert theirs.recv(1) == b''           # its socket was shut down
+            assert watchdog.end() is True
+            ours.close()
+            theirs.close()
+        watchdog.begin(time.time() + 3600)         # a request well within its deadline
+        assert not _cut(watchdog) and watchdog.end() is False
+    finally:
+        watchdog.close()
+
+
+def test_the_watchdog_cuts_what_begins_after_expire_all_and_a_socket_attached_late():
+    watchdog = Watchdog()
+    try:
+        watchdog.begin(time.time() + 3600)
+        watchdog.expire_all()
+        assert _cut(watchdog)
+        ours, theirs = socket.socketpair()
+        with pytest.raises(RequestCut):
+            watchdog.attach(ours)                  # cut already: refused, and not kept open
+        assert watchdog.end() is True
+        watchdog.begin(time.time() + 3600)         # after expire_all: cut as it begins
+        assert _cut(watchdog)
+        assert watchdog.end() is True
+        ours.close()
+        theirs.close()
+    finally:
+        watchdog.close()
+
+
+def test_the_watchdog_keeps_each_thread_s_request_apart():
+    watchdog, results, ready = Watchdog(), {}, threading.Barrier(8)
+
+    def one(i):
+        ready.wait()
+        watchdog.begin(time.time() + (0.05 if i % 2 else 3600))
+        _until(lambda: i % 2 == 0 or _cut(watchdog), 'a short request was not cut')
+        results[i] = (_cut(watchdog), watchdog.end())
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(8)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        watchdog.close()
+    assert results == {i: (bool(i % 2), bool(i % 2)) for i in range(8)}
