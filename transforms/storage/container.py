@@ -36,8 +36,8 @@ from beamcrawl.transforms.storage.datumcodec import (HandDecoder, datums_convert
 from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, complete_datum
 
 __all__ = ['Header', 'Block', 'MAGIC', 'NATIVE_CODECS', 'check_regular', 'read_header',
-           'scan_blocks', 'read_records', 'read_datum_keys', 'splits_datums', 'read_long', 'read_block',
-           'header_of', 'open_part', 'unreadable']
+           'scan_blocks', 'read_records', 'read_datum_keys', 'splits_datums', 'read_long',
+           'read_block', 'header_of', 'open_part', 'unreadable']
 
 MAGIC = b'Obj\x01'
 NATIVE_CODECS = ('null', 'deflate')
