@@ -9,7 +9,7 @@ import pytest
 from beamcrawl.transforms.base.errors import InputError
 from beamcrawl.transforms.engine import units
 from beamcrawl.transforms.storage import container
-from beamcrawl.transforms.storage.datumcodec import datums_decoder
+from beamcrawl.transforms.storage.datumcodec import datums_decoder, encode_datum
 from beamcrawl.transforms.storage.partwriter import write_avro_file
 from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, complete_datum
 from tests.workloads import datums
@@ -138,3 +138,60 @@ def test_records_of_another_writers_schema_are_the_ones_fastavro_reads(tmp_path,
         == expected[first:first + blocks[1].count]
     # the first schema is read by hand (datumcodec.datums_decoder), the second by fastavro
     assert (datums_decoder(parsed) is not None) == (schema['fields'][6]['type'] == 'float')
+
+
+@pytest.mark.parametrize('codec', ['null', 'deflate'])
+def test_records_of_another_writers_schema_split_into_our_schemas_bytes(tmp_path, codec):
+    # read_datum_keys gives what decoding and encoding each record gives (datums_converter for
+    # the blocks it takes, fastavro and encode_datum for the others), and the completed record
+    # where encode_datum leaves it (an int out of its range, which fastavro writes anyway).
+    schema = _contract()
+    names = [f['name'] for f in schema['fields']]
+    records = []
+    for i, record in enumerate(datums(1500)):
+        record = {name: record[name] for name in names}
+        record['status'] = CONTRACT_STATUSES[i % len(CONTRACT_STATUSES)]
+        if i % 5 == 0:
+            record['metadata'] = {'k': str(i), 'l': ''}
+            record['signature'] = b'%d' % i
+        if i % 211 == 0:            # a long of 64 bits: its block is decoded and encoded
+            record['fetch_time'] = (1 << 63) - 1
+        if i == 700:                # an int out of its range: the record is given as a dict
+            record['retries'] = 1 << 40
+        records.append(record)
+    path = str(tmp_path / 'a.avro')
+    with open(path, 'wb') as f:
+        fastavro.writer(f, fastavro.parse_schema(schema), records, codec=codec,
+                        sync_interval=3000)
+    assert container.splits_datums(path)
+    expected = []
+    for record in _completed(path):
+        raw = encode_datum(record)
+        expected.append((record['url'], record['status'], record if raw is None else raw))
+    assert sum(isinstance(raw, dict) for _, _, raw in expected) == 1
+    blocks = container.scan_blocks(path)[1]
+    assert len(blocks) > 5
+    got = list(container.read_datum_keys(path, [b.offset for b in blocks]))
+    assert got == expected
+    first = blocks[0].count
+    assert list(container.read_datum_keys(path, [blocks[1].offset])) == \
+        expected[first:first + blocks[1].count]
+
+
+def _completed(path):
+    with open(path, 'rb') as f:
+        return [complete_datum(r) for r in fastavro.reader(f)]
+
+
+def test_only_crawldatum_shaped_parts_in_blocks_split(tmp_path):
+    records = [{f['name']: r[f['name']] for f in _contract()['fields']} for r in datums(10)]
+    for name, schema, codec, splits in [('contract', _contract(), 'deflate', True),
+                                        ('ours', CRAWL_DATUM_SCHEMA, 'null', True),
+                                        ('double', _contract(score='double'), 'null', False),
+                                        ('bzip2', _contract(), 'bzip2', False)]:
+        path = str(tmp_path / f'{name}.avro')
+        with open(path, 'wb') as f:
+            fastavro.writer(f, fastavro.parse_schema(schema), [
+                complete_datum(r) if schema is CRAWL_DATUM_SCHEMA else r for r in records],
+                codec=codec)
+        assert container.splits_datums(path) == splits, name

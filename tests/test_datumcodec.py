@@ -10,9 +10,10 @@ import random
 import fastavro
 import pytest
 
-from beamcrawl.transforms.storage.datumcodec import (datum_score_offset, datums_decoder,
-                                                     decode_datum, decode_datums, encode_datum,
-                                                     score_at, split_datums, varint, with_score)
+from beamcrawl.transforms.storage.datumcodec import (datum_score_offset, datums_converter,
+                                                     datums_decoder, decode_datum, decode_datums,
+                                                     encode_datum, score_at, split_datums, varint,
+                                                     with_score)
 from beamcrawl.transforms.storage.records import (CRAWL_DATUM_SCHEMA, STATUSES, complete_datum,
                                                   crawl_datum)
 
@@ -467,3 +468,178 @@ def test_a_long_of_64_bits_in_a_contract_block_is_left_to_fastavro():
     for record in (_datum(fetch_time=(1 << 63) - 1), _datum(modified_time=-(1 << 63))):
         data, _ = _block(CONTRACT, _shaped_records(CONTRACT, [record]))
         assert decode(data, 1) is None
+
+
+# -- another writer's CrawlDatum-shaped records made our schema's bytes --------------------------
+# datums_converter must give, for every block it takes, exactly the bytes encode_datum gives
+# each record as fastavro reads it (completed): what updatedb wrote before it existed. A block
+# whose bytes would not come back the same (a varint not in its shortest form, a map in blocks
+# or with a key twice, a NaN score, a status we have not, ...) is left to the caller (None).
+
+def _encoded(data, count, parsed):
+    """What decoding a block and encoding each record in our schema gives: [(url, status,
+    bytes)] (None: a record that encode_datum leaves)."""
+    out = []
+    for record, _ in _fastavro_read(data, count, parsed):
+        record = complete_datum(record)
+        out.append((record['url'], record['status'], encode_datum(record)))
+    return out
+
+
+def _plain_values(records):
+    """`records` with values the converter takes as they are: finite scores, ints of 27 bits."""
+    out = []
+    for r in records:
+        r = dict(r, fetch_interval=r['fetch_interval'] % (1 << 26), retries=r['retries'] % 1000)
+        if r['http_code'] is not None:
+            r['http_code'] %= 1000
+        if not math.isfinite(r['score']):
+            r['score'] = 0.5
+        out.append(r)
+    return out
+
+
+@pytest.mark.parametrize('name', sorted(SHAPED))
+def test_a_crawldatum_shaped_block_converts_to_the_bytes_encoding_gives(name):
+    schema = SHAPED[name]
+    convert = datums_converter(fastavro.parse_schema(schema))
+    assert datums_converter(schema) is not None
+    edge = [r for r in EDGE if r['fetch_interval'] >= 0 and math.isfinite(r['score'])
+            and 0 <= r['retries'] < 1000 and (r['http_code'] or 0) >= 0]
+    for records in (_plain_values(edge), _plain_values(_random_records(11, 2000, bits=63)), []):
+        records = _shaped_records(schema, records)
+        data, parsed = _block(schema, records)
+        expected = _encoded(data, len(records), parsed)
+        assert all(raw is not None for _, _, raw in expected)
+        assert convert(data, len(records)) == expected
+
+
+def test_the_status_gets_our_index_and_a_status_we_have_not_leaves_the_block():
+    for statuses in (STATUSES, CONTRACT_STATUSES[::-1], ['linked', 'db_fetched', 'odd']):
+        schema = _contract(statuses=statuses)
+        known = [s for s in statuses if s in STATUSES]
+        records = _shaped_records(schema, [_datum(status=s) for s in known])
+        data, parsed = _block(schema, records)
+        converted = datums_converter(parsed)(data, len(records))
+        assert converted == _encoded(data, len(records), parsed)
+        assert [status for _, status, _ in converted] == known
+        assert [raw[1 + len('http://example.com/')] for _, _, raw in converted] == \
+            [2 * STATUSES.index(s) for s in known]
+    data, parsed = _block(schema, _shaped_records(schema, [_datum(status='odd')]))
+    assert datums_converter(parsed)(data, 1) is None
+
+
+def test_a_reversed_signature_union_gets_our_branch_bytes():
+    schema = SHAPED['signature bytes first']
+    records = [_datum(signature=None), _datum(signature=b''), _datum(signature=b'\x00\x02')]
+    data, parsed = _block(schema, _shaped_records(schema, records))
+    converted = datums_converter(parsed)(data, 3)
+    assert [raw for _, _, raw in converted] == [encode_datum(r) for r in records]
+
+
+def test_the_missing_fields_are_appended_as_nulls():
+    records = _plain_values(_random_records(3, 50, bits=63))
+    data, parsed = _block(CONTRACT, _shaped_records(CONTRACT, records))
+    converted = datums_converter(parsed)(data, 50)
+    ours = [complete_datum(r) for r, raw in _fastavro_read(data, 50, parsed)]
+    assert [_decode(raw) for _, _, raw in converted] == ours
+    assert all(raw[-2:] == b'\x00\x00' for _, _, raw in converted)
+
+
+def _varint_long(n, extra):
+    """n's varint with `extra` needless bytes (continuation bits, then a zero byte)."""
+    encoded = bytearray(varint(n))
+    encoded[-1] |= 0x80
+    return bytes(encoded) + b'\x80' * (extra - 1) + b'\x00'
+
+
+LEFT = {        # records of the contract schema whose bytes encoding would not give back
+    'a NaN score': _datum(score=float('nan')),
+    'an infinite score': _datum(score=float('-inf')),
+    'an interval of 28 bits': _datum(fetch_interval=1 << 27),
+    'retries of 31 bits': _datum(retries=(1 << 31) - 1),
+    'a long of 64 bits': _datum(fetch_time=-(1 << 63)),
+}
+
+
+@pytest.mark.parametrize('name', sorted(LEFT))
+def test_a_record_whose_bytes_would_change_leaves_the_block(name):
+    records = _shaped_records(CONTRACT, [_datum(), LEFT[name], _datum()])
+    data, parsed = _block(CONTRACT, records)
+    assert datums_converter(parsed)(data, 3) is None
+    data, _ = _block(CONTRACT, records[:1])
+    assert datums_converter(parsed)(data, 1) is not None      # the others convert
+
+
+def _hand_block(url=b'http://example.com/', status=b'\x02', longs=None, score=b'\x00\x00\x80?',
+                signature=b'\x00', metadata=b'\x00'):
+    """One contract record's bytes, written by hand (fields' encodings given)."""
+    longs = longs or [varint(NOW), varint(0), varint(86400), varint(0)]
+    return varint(len(url)) + url + status + b''.join(longs) + score + signature + metadata
+
+
+def test_varints_not_in_their_shortest_form_leave_the_block():
+    convert = datums_converter(CONTRACT)
+    plain = _hand_block()
+    assert convert(plain, 1) == _encoded(plain, 1, fastavro.parse_schema(CONTRACT))
+    url = b'http://example.com/'
+    not_shortest = [
+        _varint_long(len(url), 1) + _hand_block()[1:],
+        _hand_block(longs=[_varint_long(NOW, 1), varint(0), varint(86400), varint(0)]),
+        _hand_block(longs=[varint(NOW), _varint_long(0, 2), varint(86400), varint(0)]),
+        _hand_block(longs=[varint(NOW), varint(0), varint(86400), _varint_long(3, 1)]),
+        _hand_block(signature=b'\x02' + _varint_long(2, 1) + b'ab'),
+        _hand_block(metadata=_varint_long(1, 1) + b'\x02k\x02v\x00'),
+        _hand_block(metadata=b'\x02' + _varint_long(1, 1) + b'k\x02v\x00'),
+        _hand_block(metadata=b'\x02\x02k' + _varint_long(1, 1) + b'v\x00'),
+    ]
+    for data in not_shortest:
+        encoded = _encoded(data, 1, fastavro.parse_schema(CONTRACT))[0][2]   # fastavro reads it
+        assert encoded != data + b'\x00\x00'      # but its bytes taken as they are would differ
+        assert convert(data, 1) is None, data
+
+
+def _decode_contract(data):
+    return fastavro.schemaless_reader(io.BytesIO(data), fastavro.parse_schema(CONTRACT))
+
+
+def test_a_map_in_blocks_or_with_a_key_twice_leaves_the_block():
+    convert = datums_converter(CONTRACT)
+    one = _hand_block(metadata=b'\x04\x02a\x02x\x02b\x02y\x00')
+    assert convert(one, 1) == _encoded(one, 1, fastavro.parse_schema(CONTRACT))
+    for metadata in (b'\x03\x0c\x02a\x02x\x02b\x02y\x00',        # a block with its size
+                     b'\x02\x02a\x02x\x02\x02b\x02y\x00',        # two blocks
+                     b'\x04\x02a\x02x\x02a\x02y\x00'):           # the key 'a' twice
+        data = _hand_block(metadata=metadata)
+        assert _decode_contract(data)['metadata'] in ({'a': 'x', 'b': 'y'}, {'a': 'y'})
+        assert convert(data, 1) is None
+
+
+@pytest.mark.parametrize('name', ['contract', 'crawl_fetch', 'symbols reversed',
+                                  'signature bytes first', 'http union reversed'])
+def test_cut_garbled_or_miscounted_contract_blocks_do_not_convert(name):
+    schema = SHAPED[name]
+    records = _shaped_records(schema, _plain_values(_random_records(12, 20, bits=63)))
+    data, parsed = _block(schema, records)
+    convert = datums_converter(parsed)
+    assert convert(data, 20) is not None
+    assert convert(data, 19) is None
+    assert convert(data, 21) is None
+    for end in range(0, len(data), 5):
+        assert convert(data[:end], 20) is None
+    rnd = random.Random(5)
+    converted_some = 0
+    for _ in range(2000):       # garbled: not converted, or as decoding and encoding give
+        garbled = bytearray(data)
+        for _ in range(rnd.randint(1, 3)):
+            garbled[rnd.randrange(len(garbled))] = rnd.randrange(256)
+        converted = convert(bytes(garbled), 20)
+        if converted is not None:
+            converted_some += 1
+            assert converted == _encoded(bytes(garbled), 20, parsed)
+    assert converted_some > 100     # the comparison above was made
+
+
+@pytest.mark.parametrize('name', sorted(NOT_SHAPED))
+def test_other_schemas_get_no_converter(name):
+    assert datums_converter(NOT_SHAPED[name]) is None

@@ -202,3 +202,33 @@ def test_generate_killed_while_publishing_is_completed_by_the_next_run(crawl, tm
     db = read_db(crawl)
     assert all(db[u]['metadata'].get('_ngt_') == str(NOW) for u in first | second)
     assert not os.path.exists(os.path.join(crawl, 'crawldb', '.pending-install.json'))
+
+
+def test_a_crawldb_of_another_writers_schema_generates_the_same_fetch_lists(tmp_path):
+    # A crawldb in a CrawlDatum-shaped schema of another writer (the contract's fields, its own
+    # symbol order): its due records travel encoded in our schema (_SelectFn), and the fetch
+    # lists are the ones of the same crawldb in ours, record by record, in order.
+    from beamcrawl.transforms.storage.layout import CrawlLayout
+    from beamcrawl.transforms.storage.partwriter import write_avro_file
+    from tests.workloads import CONTRACT_SCHEMA
+    records = [rec(f'http://h{h}.test/p{i}', score=1 + (h * 7 + i) % 5, fetch_time=NOW - DAY,
+                   status=('db_unfetched', 'db_fetched', 'db_gone')[i % 3],
+                   signature=b'%d' % i if i % 2 else None,
+                   metadata={'k': str(i)} if i % 4 == 0 else {})
+               for h in range(12) for i in range(9)]
+    fetch_lists = {}
+    for name in ('ours', 'contract'):
+        crawl = str(tmp_path / name)
+        if name == 'ours':
+            write_db(crawl, records)
+        else:
+            write_avro_file(f'{CrawlLayout(crawl).crawldb.current}/part-00000.avro',
+                            CONTRACT_SCHEMA, [{f['name']: r[f['name']]
+                                               for f in CONTRACT_SCHEMA['fields']}
+                                              for r in records])
+        run_cli('generate', crawl, '--num-fetchers', '2', '--top-n', '40', '-D',
+                'generate.max.count=3', '--now', str(NOW))
+        parts = sorted(glob.glob(os.path.join(crawl, 'segments', '*', 'crawl_generate', '*')))
+        fetch_lists[name] = [(os.path.basename(p), read_parts([p])) for p in parts]
+    assert sum(len(r) for _, r in fetch_lists['ours']) == 36       # 3 of each of 12 hosts
+    assert fetch_lists['contract'] == fetch_lists['ours']

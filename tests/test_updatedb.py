@@ -149,7 +149,9 @@ def test_updatedb_gives_one_result_whatever_the_layout_and_the_workers(tmp_path)
             ('native-keys-parallel', True, True, PARALLEL),
             ('foreign-parallel', False, False, PARALLEL),
             ('other-schema', 'other', False, IN_PROCESS),
-            ('other-schema-parallel', 'other', False, PARALLEL)]:
+            ('other-schema-parallel', 'other', False, PARALLEL),
+            ('contract-schema', 'contract', False, IN_PROCESS),
+            ('contract-schema-parallel', 'contract', False, PARALLEL)]:
         crawl = str(tmp_path / name)
         update_workload(crawl, native, keys=keys)
         proc = run_updatedb(crawl, *extra)

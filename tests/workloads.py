@@ -9,8 +9,8 @@ from beamcrawl.transforms.policy.partition import partition
 from beamcrawl.transforms.storage.parts import iter_records
 from beamcrawl.transforms.storage.partwriter import PartWriter, write_avro_file
 from beamcrawl.transforms.storage.records import (CRAWL_DATUM_SCHEMA, INLINKS_SCHEMA,
-                                                  PARSE_DATA_SCHEMA, crawl_datum, inlinks,
-                                                  parse_data)
+                                                  PARSE_DATA_SCHEMA, STATUSES, crawl_datum,
+                                                  inlinks, parse_data)
 from tests.conftest import run_cli
 
 NOW = 1795305600000
@@ -63,19 +63,28 @@ OTHER_SCHEMA = dict(CRAWL_DATUM_SCHEMA, name='OtherDatum', fields=[
     if f['name'] not in ('protocol_status', 'http_code', 'modified_time')])
 
 
+# Another writer's CrawlDatum-shaped schema (datumcodec.datums_converter): the contract's first 9
+# fields, its status symbols in another order.
+CONTRACT_SCHEMA = {'type': 'record', 'name': 'CrawlDatum', 'fields': [
+    dict(f, type=dict(f['type'], symbols=list(STATUSES)[::-1])) if f['name'] == 'status' else f
+    for f in CRAWL_DATUM_SCHEMA['fields'][:9]]}
+
+
 def update_workload(crawl, native, n=400, partitions=3, keys=False):
     """A crawldb of n URLs (some with a generate marker) and a segment that fetches some,
     re-signs some (also unfetched ones) and links to old and new URLs (some gone, some
     redirected). `native`: partitioned as the engine writes it (True), one part in the
-    crawldb's schema (False), or one part in another schema ('other')."""
+    crawldb's schema (False), or one part in another schema ('other', or 'contract': one whose
+    records updatedb's map converts)."""
     old = datums(n, seed=2)
     old[3] = dict(old[3], status='db_gone')
     for i in range(0, n, 11):
         old[i] = dict(old[i], metadata=dict(old[i]['metadata'], _ngt_=str(NOW - DAY)))
     db = os.path.join(crawl, 'crawldb', 'current')
-    if native == 'other':
-        write_avro_file(os.path.join(db, 'part-00000.avro'), OTHER_SCHEMA,
-                        [{f['name']: r[f['name']] for f in OTHER_SCHEMA['fields']} for r in old])
+    if native in ('other', 'contract'):
+        schema = OTHER_SCHEMA if native == 'other' else CONTRACT_SCHEMA
+        write_avro_file(os.path.join(db, 'part-00000.avro'), schema,
+                        [{f['name']: r[f['name']] for f in schema['fields']} for r in old])
     elif native:
         write_partitioned_db(db, old, partitions, keys)
     else:

@@ -27,7 +27,7 @@ from beamcrawl.transforms.policy.urlparts import scheme_host
 from beamcrawl.transforms.policy.urls import UrlPolicy
 from beamcrawl.transforms.storage import container, fs, segments
 from beamcrawl.transforms.storage.databases import DbLayout, DbUpdate
-from beamcrawl.transforms.storage.datumcodec import decode_datum
+from beamcrawl.transforms.storage.datumcodec import decode_datum, encode_datum
 from beamcrawl.transforms.storage.parts import ReadCrawlDb, Record, WriteParts
 from beamcrawl.transforms.storage.partwriter import write_avro_file
 from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, METADATA_GENERATE_TIME
@@ -97,15 +97,16 @@ class _SelectFn(metrics.CountingDoFn):
         raw_ok = item.raw_ok
         for record, raw in container.read_records(item.path, item.blocks, with_raw=raw_ok,
                                                   complete=not raw_ok):
-            selected = select(record, raw) if raw_ok else select(record)
+            selected = select(record, raw) if raw_ok else select(record, encode=True)
             if selected is not None:
                 yield selected
         self.done.add(item.records)
 
-    def _select(self, record, raw=None):
+    def _select(self, record, raw=None, encode=False):
         """(1, marked record) when keep is None and the record is due; else None (a due record
-        is collected in its group: as its encoded bytes when it has them and the fetch list
-        takes it unchanged, which moves through the shuffle far more cheaply than a dict)."""
+        is collected in its group: as its encoded bytes when the fetch list takes it unchanged,
+        which moves through the shuffle far more cheaply than a dict; `encode`: a record of
+        another writer's file, encoded in CRAWL_DATUM_SCHEMA here)."""
         url = record['url']
         parts = scheme_host(url)
         host = parts[1]
@@ -134,8 +135,13 @@ class _SelectFn(metrics.CountingDoFn):
         if group is None:
             group = self._groups[name] = [0, []]
         group[0] += 1
-        group[1].append((self.settings.sort_key(candidate, self.now), key,
-                         raw if raw is not None and candidate is record else candidate))
+        sort_key = self.settings.sort_key(candidate, self.now)
+        if candidate is record:
+            if encode:
+                raw = encode_datum(record)
+            if raw is not None:
+                candidate = raw
+        group[1].append((sort_key, key, candidate))
         if len(group[1]) >= 2 * self.keep:
             _truncate(group[1], self.keep)
         return None

@@ -119,7 +119,9 @@ class UpdateMapper(Mapper):
     (crawl_fetch, crawl_parse parts) → (url, item). An old record that the rules keep as it is
     travels as (OLD_RAW, its bytes, its status): the bytes of its file when the file has the
     crawldb's own schema, else the record encoded in it here (one encode in the map is cheaper
-    than a record pickled, unpickled and encoded in the reduce: a crawldb written elsewhere)."""
+    than a record pickled, unpickled and encoded in the reduce: a crawldb written elsewhere), or,
+    when no rule looks past the status and the writer's schema is CrawlDatum-shaped, the
+    writer's bytes made ours (datumcodec.datums_converter)."""
 
     def __init__(self, rules: MapRules):
         self.rules = rules
@@ -128,15 +130,21 @@ class UpdateMapper(Mapper):
     def map(self, unit: Unit, counts):
         rules = self.rules
         old = unit.tag == OLD_INPUT
-        if old and unit.raw_ok and not (rules.purge_gone or rules.filter_urls or
-                                        rules.normalize):
+        if old and unit.blocks and not (rules.purge_gone or rules.filter_urls or
+                                        rules.normalize) and \
+                (unit.raw_ok or container.splits_datums(unit.path)):
             # No rule looks past the status: the records are split out of their blocks, not
-            # decoded (a crawldb in our schema without keys files, mapped whole).
+            # decoded (a crawldb without keys files, mapped whole: in our schema, or in another
+            # CrawlDatum-shaped one, whose bytes are made ours as encoding them would).
             statuses = self._statuses
             for url, status, raw in container.read_datum_keys(unit.path, unit.blocks):
                 status = statuses.get(status)
-                if status is not None:          # not a crawldb status: dropped, as old_kept does
+                if status is None:              # not a crawldb status: dropped, as old_kept does
+                    continue
+                if raw.__class__ is bytes:
                     yield url, (OLD_RAW, raw, status)
+                else:                           # a record encode_datum leaves to fastavro
+                    yield from self.old_item(raw, None, False, counts)
             return
         raw_ok = old and rules.keeps_urls
         encode = not unit.raw_ok

@@ -22,7 +22,7 @@ import json
 import os
 import stat
 import zlib
-from typing import Iterator, List, NamedTuple, Optional, Tuple
+from typing import Iterator, List, NamedTuple, Optional, Tuple, Union
 
 import fastavro
 from apache_beam.io.filesystem import CompressionTypes
@@ -30,13 +30,14 @@ from apache_beam.io.filesystems import FileSystems
 
 from beamcrawl.transforms.base.errors import InputError
 from beamcrawl.transforms.storage import fs
-from beamcrawl.transforms.storage.datumcodec import (HandDecoder, datums_decoder, split_datums,
+from beamcrawl.transforms.storage.datumcodec import (HandDecoder, datums_converter,
+                                                     datums_decoder, encode_datum, split_datums,
                                                      varint)
-from beamcrawl.transforms.storage.records import complete_datum
+from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, complete_datum
 
 __all__ = ['Header', 'Block', 'MAGIC', 'NATIVE_CODECS', 'check_regular', 'read_header',
-           'scan_blocks', 'read_records', 'read_datum_keys', 'read_long', 'read_block',
-           'header_of', 'open_part', 'unreadable']
+           'scan_blocks', 'read_records', 'read_datum_keys', 'splits_datums', 'read_long',
+           'read_block', 'header_of', 'open_part', 'unreadable']
 
 MAGIC = b'Obj\x01'
 NATIVE_CODECS = ('null', 'deflate')
@@ -264,22 +265,51 @@ def _decoded_by_fastavro(data: bytes, count: int, schema: dict, reader: Optional
         start = end
 
 
-def read_datum_keys(path: str, offsets: List[int]) -> Iterator[Tuple[str, str, bytes]]:
-    """(url, status, encoded bytes) of the records of the blocks at `offsets` of a crawldb
-    part in CRAWL_DATUM_SCHEMA (null or deflate codec: a Unit with raw_ok), without decoding
-    them (datumcodec.split_datums: a quarter of the cost); a block that does not split cleanly
-    is decoded by fastavro, which raises what read_records would."""
+def splits_datums(path: str) -> bool:
+    """Whether read_datum_keys reads the part: its records are CrawlDatum records in
+    CRAWL_DATUM_SCHEMA or another CrawlDatum-shaped schema (datumcodec.datums_converter), in
+    blocks (null or deflate codec)."""
+    header = read_header(path)
+    return header.codec in NATIVE_CODECS and datums_converter(header.schema) is not None
+
+
+def _own_schema(cache=[]) -> dict:  # pylint: disable=dangerous-default-value
+    if not cache:
+        cache.append(fastavro.parse_schema(CRAWL_DATUM_SCHEMA))
+    return cache[0]
+
+
+def read_datum_keys(path: str, offsets: List[int]
+                    ) -> Iterator[Tuple[str, str, Union[bytes, dict]]]:
+    """(url, status, the record's bytes in CRAWL_DATUM_SCHEMA) of the records of the blocks at
+    `offsets` of a crawldb part that splits_datums reads, without decoding them
+    (datumcodec.split_datums: a quarter of the cost; datums_converter for another writer's
+    CrawlDatum-shaped schema: its bytes made ours). A block that does not split cleanly is
+    decoded by fastavro, which raises what read_records would; in another writer's schema, its
+    records completed (records.complete_datum) are encoded in ours (encode_datum), and a record
+    that encode_datum leaves is given as that completed dict instead of bytes (the caller's
+    writer encodes it with fastavro, as it would any record)."""
     try:
         with open_part(path) as f:
             header = header_of(f)
             if header.codec not in NATIVE_CODECS:
                 raise ValueError(f'codec {header.codec} cannot be read block by block')
+            own = header.schema == _own_schema()
+            split_block = split_datums if own else datums_converter(header.schema)
+            if split_block is None:
+                raise ValueError('not a CrawlDatum-shaped schema')
             for count, data in _decompressed_blocks(f, header, offsets):
-                split = split_datums(data, count)
-                if split is None:
-                    split = [(record['url'], record['status'], raw) for record, raw
-                             in _decoded_by_fastavro(data, count, header.schema)]
-                yield from split
+                split = split_block(data, count)
+                if split is not None:
+                    yield from split
+                elif own:
+                    yield from ((record['url'], record['status'], raw) for record, raw
+                                in _decoded_by_fastavro(data, count, header.schema))
+                else:
+                    for record, _ in _decoded_by_fastavro(data, count, header.schema):
+                        record = complete_datum(record)
+                        raw = encode_datum(record)
+                        yield record['url'], record['status'], record if raw is None else raw
     except (OSError, ValueError, EOFError, KeyError, TypeError, IndexError,
             zlib.error) as e:
         raise unreadable(path, e) from None

@@ -26,7 +26,8 @@ import fastavro
 from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, STATUSES
 
 __all__ = ['encode_datum', 'encoder_for', 'varint', 'datum_score_offset', 'score_at', 'with_score',
-           'split_datums', 'decode_datums', 'datums_decoder', 'decode_datum', 'HandDecoder']
+           'split_datums', 'decode_datums', 'datums_decoder', 'datums_converter', 'decode_datum',
+           'HandDecoder']
 
 _FIELDS = tuple(f['name'] for f in CRAWL_DATUM_SCHEMA['fields'])
 assert _FIELDS == ('url', 'status', 'fetch_time', 'modified_time', 'fetch_interval', 'retries',
@@ -555,6 +556,184 @@ def datums_decoder(schema, complete: bool = False
         return decode_datums
     return lambda data, count: _decode_block(data, count, layout, complete)
 
+
+
+# -- records of another CrawlDatum-shaped writer, as our schema's bytes ---------------------------
+# A record that another tool wrote in a CrawlDatum-shaped schema (_layout_of) is, in our schema,
+# almost the same bytes: the status is its index in our enum rather than the writer's, a
+# signature union written bytes-first has its branch byte swapped, and the fields the writer has
+# not (protocol_status, http_code: null) are appended; for the contract's 9 fields with our
+# symbol order, the writer's bytes and b'\x00\x00'. What a record decoded and encoded again
+# (encode_datum) would give, at the cost of splitting it (docs/performance.md). The bytes are
+# taken as they are only where encoding the decoded record gives them back: every varint in
+# its shortest form, a map in one block of distinct keys, a score that is not a NaN or an
+# infinity (their bits might not survive a float), longs of at most 63 bits and ints of at most
+# 27; any other block is left to the caller (None), which decodes and encodes it.
+
+_CANONICAL_LONGS = re.compile(rb'(?:[\x80-\xff]{1,8}[\x01-\x7f]|[\x00-\x7f])'
+                              rb'(?:[\x80-\xff]{1,8}[\x01-\x7f]|[\x00-\x7f])'
+                              rb'(?:[\x80-\xff]{1,3}[\x01-\x7f]|[\x00-\x7f])'
+                              rb'(?:[\x80-\xff]{1,3}[\x01-\x7f]|[\x00-\x7f])')
+
+
+def _length_at(data: bytes, pos: int) -> Tuple[int, int]:
+    """(length, end) of the length at `pos` in its shortest form (IndexError otherwise, as for
+    a cut block: the caller leaves the block)."""
+    b = data[pos]
+    if b < 0x80:
+        if b & 1:
+            raise IndexError('negative length')
+        return b >> 1, pos + 1
+    length, end = _varint_at(data, pos)
+    if data[end - 1] == 0 or length < 0:
+        raise IndexError('not a shortest length')
+    return length, end
+
+
+def _text_end(data: bytes, pos: int) -> int:
+    """The end of the UTF-8 string at `pos` (checked)."""
+    length, pos = _length_at(data, pos)
+    end = pos + length
+    if end > len(data):
+        raise IndexError('cut short')
+    data[pos:end].decode('utf-8')
+    return end
+
+
+def _own_tail(data: bytes, pos: int, layout: _Layout) -> Tuple[bytes, int]:
+    """(protocol_status and http_code in our schema, end) of a writer's record whose fields
+    after metadata start at `pos`."""
+    parts = []
+    protocol, http = layout.protocol_status, layout.http_code
+    if protocol is _ABSENT:
+        parts.append(b'\x00')
+    else:
+        if protocol is not _PLAIN:
+            b = data[pos]
+            pos += 1
+        if protocol is _PLAIN or b == protocol[1]:
+            end = _text_end(data, pos)
+            parts.append(b'\x02' + data[pos:end])
+            pos = end
+        elif b == protocol[0]:
+            parts.append(b'\x00')
+        else:
+            raise IndexError('no such branch')
+    if http is _ABSENT:
+        parts.append(b'\x00')
+    else:
+        if http is not _PLAIN:
+            b = data[pos]
+            pos += 1
+        if http is _PLAIN or b == http[1]:
+            code, end = _varint_at(data, pos)
+            if not _INT_MIN <= code <= _INT_MAX or (end - pos > 1 and data[end - 1] == 0):
+                raise IndexError('not a plain int')
+            parts.append(b'\x02' + data[pos:end])
+            pos = end
+        elif b == http[0]:
+            parts.append(b'\x00')
+        else:
+            raise IndexError('no such branch')
+    return b''.join(parts), pos
+
+
+def _convert_block(data: bytes, count: int, layout: _Layout, statuses: Tuple,
+                   same_order: bool) -> Optional[list]:
+    """[(url, status, the record's bytes in CRAWL_DATUM_SCHEMA)] of a block of the writer's
+    `layout`; `statuses`: (our status name, our status byte) by the writer's index, None for a
+    symbol we have not; `same_order`: every symbol has the writer's index in ours."""
+    out = []
+    append = out.append
+    longs = _CANONICAL_LONGS.match
+    sig_null, sig_value = layout.signature
+    swap_signature = sig_null != 0
+    plain_tail = layout.protocol_status is _ABSENT and layout.http_code is _ABSENT
+    size = len(data)
+    pos = 0
+    try:
+        for _ in range(count):
+            start = pos
+            b = data[pos]
+            if b < 0x80:                            # the URL's length, one byte (< 64)
+                end = pos + 1 + (b >> 1)
+                if b & 1 or end > size:
+                    return None
+                url = data[pos + 1:end].decode('utf-8')
+            else:
+                length, pos = _length_at(data, pos)
+                end = pos + length
+                if end > size:
+                    return None
+                url = data[pos:end].decode('utf-8')
+            at_status = end
+            b = data[end]
+            if b >= 0x80 or b & 1:                  # the status: a small non-negative index
+                return None
+            status, status_byte = statuses[b >> 1]
+            m = longs(data, end + 1)                # fetch_time, modified_time, interval, retries
+            if m is None:
+                return None
+            pos = m.end()
+            if pos + 4 > size or (data[pos + 3] & 0x7F == 0x7F and data[pos + 2] & 0x80):
+                return None                         # cut, or a NaN or infinite score
+            pos += 4
+            at_signature = pos
+            b = data[pos]
+            if b == sig_null:
+                pos += 1
+            elif b == sig_value:
+                length, pos = _length_at(data, pos + 1)
+                pos += length
+                if pos > size:
+                    return None
+            else:
+                return None
+            if data[pos] == 0:                      # metadata: an empty map
+                pos += 1
+            else:
+                entries, pos = _length_at(data, pos)       # one block, a positive count
+                keys = set()
+                for _ in range(entries):
+                    end = _text_end(data, pos)
+                    keys.add(data[pos:end])
+                    pos = _text_end(data, end)
+                if len(keys) != entries or data[pos] != 0:
+                    return None                     # a key twice, or another block
+                pos += 1
+            if same_order and not swap_signature:
+                raw = data[start:pos]
+            else:
+                raw = b''.join((
+                    data[start:at_status], status_byte, data[at_status + 1:at_signature],
+                    (b'\x02' if data[at_signature] == sig_value else b'\x00')
+                    if swap_signature else data[at_signature:at_signature + 1],
+                    data[at_signature + 1:pos]))
+            if plain_tail:
+                append((url, status, raw + b'\x00\x00'))
+            else:
+                tail, pos = _own_tail(data, pos, layout)
+                append((url, status, raw + tail))
+    except (IndexError, TypeError, UnicodeDecodeError):     # TypeError: a status we have not
+        return None
+    return out if pos == size else None
+
+
+def datums_converter(schema) -> Optional[Callable[[bytes, int], Optional[list]]]:
+    """For a file whose writer's schema is `schema` (parsed by fastavro or not): a splitter of
+    its blocks like split_datums, giving [(url, status, the record's bytes in
+    CRAWL_DATUM_SCHEMA)], the bytes encode_datum gives the record decoded, when the schema is
+    CrawlDatum-shaped (_layout_of); else None. A block the splitter leaves (None) is one to
+    decode and encode. (A file in CRAWL_DATUM_SCHEMA itself is split by split_datums, its
+    bytes taken as they are, whatever their form: they are the file's own.)"""
+    layout = _layout_of(schema)
+    if layout is None:
+        return None
+    own = {name: i for i, name in enumerate(_STATUS_NAMES)}
+    statuses = tuple((_STATUS_NAMES[own[s]], varint(own[s])) if s in own else None
+                     for s in layout.statuses)
+    same_order = all(own.get(s) == i for i, s in enumerate(layout.statuses))
+    return lambda data, count: _convert_block(data, count, layout, statuses, same_order)
 
 class HandDecoder:
     """Decides, block by block along one file, whether the hand decoder pays (decode_datums,
