@@ -735,6 +735,7 @@ def datums_converter(schema) -> Optional[Callable[[bytes, int], Optional[list]]]
     same_order = all(own.get(s) == i for i, s in enumerate(layout.statuses))
     return lambda data, count: _convert_block(data, count, layout, statuses, same_order)
 
+
 class HandDecoder:
     """Decides, block by block along one file, whether the hand decoder pays (decode_datums,
     or `decode` from datums_decoder): while a block's records bring fewer new long values than
