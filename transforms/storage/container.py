@@ -17,6 +17,7 @@ is read whole through fastavro's reader, with no raw bytes (`raw` is None then).
 Errors: every malformed input is an InputError naming the file.
 """
 
+import contextlib
 import io
 import json
 import os
@@ -31,9 +32,9 @@ from apache_beam.io.filesystems import FileSystems
 from beamcrawl.transforms.base.errors import InputError
 from beamcrawl.transforms.storage import fs
 from beamcrawl.transforms.storage.datumcodec import (HandDecoder, datums_converter,
-                                                     datums_decoder, encode_datum, split_datums,
-                                                     varint)
-from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, complete_datum
+                                                     datums_decoder, encode_datum,
+                                                     parsed_datum_schema, split_datums, varint)
+from beamcrawl.transforms.storage.records import complete_datum
 
 __all__ = ['Header', 'Block', 'MAGIC', 'NATIVE_CODECS', 'check_regular', 'read_header',
            'scan_blocks', 'read_records', 'read_datum_keys', 'splits_datums', 'read_long',
@@ -194,59 +195,63 @@ def read_records(path: str, offsets: Optional[List[int]] = None,
     With a codec read by fastavro (not null or deflate), every record of the file is read
     and the bytes are None.
     """
-    try:
-        with open_part(path) as f:
-            header = header_of(f)
-            if header.codec not in NATIVE_CODECS:
-                if offsets is None or offsets == [header.data_start]:
-                    f.seek(0)
-                    for record in fastavro.reader(f, reader_schema=reader_schema):
-                        yield (complete_datum(record) if complete else record), None
-                    return
-                raise ValueError(f'codec {header.codec} cannot be read block by block')
-            if offsets is None:
-                offsets = [b.offset for b in scan_blocks(path)[1]]
-            decode = (datums_decoder(header.schema, complete) if reader_schema is None
-                      else None)
-            if decode is not None:
-                # CrawlDatum records, in the crawldb's schema or another CrawlDatum-shaped one
-                # (only the contract's fields, the status symbols in another order), decoded
-                # here (datumcodec.datums_decoder: less than half fastavro's cost where times
-                # repeat, HandDecoder decides); a block that does not decode cleanly is left
-                # to fastavro.
-                hand = HandDecoder(decode)
-                for count, data in _decompressed_blocks(f, header, offsets):
-                    decoded = hand.decode(data, count)
-                    if decoded is None:
-                        decoded = _decoded_by_fastavro(data, count, header.schema)
-                        if complete:
-                            decoded = [(complete_datum(r), raw) for r, raw in decoded]
-                    if with_raw:
-                        yield from decoded
-                    else:
-                        for record, _ in decoded:
-                            yield record, None
-                return
-            if not with_raw:
-                # The blocks after the file's own header, decoded by fastavro's reader: about
-                # 20% faster than record by record, when no record's bytes are wanted.
+    with _reading(path), open_part(path) as f:
+        header = header_of(f)
+        if header.codec not in NATIVE_CODECS:
+            if offsets is None or offsets == [header.data_start]:
                 f.seek(0)
-                framed = [f.read(header.data_start)]
-                for offset in offsets:
-                    count, data = read_block(f, offset)
-                    framed += (varint(count), varint(len(data)), data, header.sync)
-                for record in fastavro.reader(io.BytesIO(b''.join(framed)),
-                                              reader_schema=reader_schema):
+                for record in fastavro.reader(f, reader_schema=reader_schema):
                     yield (complete_datum(record) if complete else record), None
                 return
-            reader = (fastavro.parse_schema(reader_schema)
-                      if reader_schema is not None else None)
+            raise ValueError(f'codec {header.codec} cannot be read block by block')
+        if offsets is None:
+            offsets = [b.offset for b in scan_blocks(path)[1]]
+        decode = (datums_decoder(header.schema, complete) if reader_schema is None
+                  else None)
+        if decode is not None:
+            # CrawlDatum records, in the crawldb's schema or another CrawlDatum-shaped one
+            # (only the contract's fields, the status symbols in another order), decoded
+            # here (datumcodec.datums_decoder: less than half fastavro's cost where times
+            # repeat, HandDecoder decides); a block that does not decode cleanly is left
+            # to fastavro.
+            hand = HandDecoder(decode)
             for count, data in _decompressed_blocks(f, header, offsets):
-                for record, raw in _decoded_by_fastavro(data, count, header.schema, reader):
-                    yield (complete_datum(record) if complete else record), raw
-    except (OSError, ValueError, EOFError, KeyError, TypeError, IndexError,
-            zlib.error) as e:
-        raise unreadable(path, e) from None
+                decoded = hand.decode(data, count)
+                if decoded is None:
+                    decoded = _decoded_by_fastavro(data, count, header.schema)
+                    if complete:
+                        decoded = [(complete_datum(r), raw) for r, raw in decoded]
+                if with_raw:
+                    yield from decoded
+                else:
+                    for record, _ in decoded:
+                        yield record, None
+            return
+        if not with_raw:
+            # The blocks after the file's own header, decoded by fastavro's reader: about
+            # 20% faster than record by record, when no record's bytes are wanted.
+            f.seek(0)
+            framed = [f.read(header.data_start)]
+            for offset in offsets:
+                count, data = read_block(f, offset)
+                framed += (varint(count), varint(len(data)), data, header.sync)
+            for record in fastavro.reader(io.BytesIO(b''.join(framed)),
+                                          reader_schema=reader_schema):
+                yield (complete_datum(record) if complete else record), None
+            return
+        reader = (fastavro.parse_schema(reader_schema)
+                  if reader_schema is not None else None)
+        for count, data in _decompressed_blocks(f, header, offsets):
+            for record, raw in _decoded_by_fastavro(data, count, header.schema, reader):
+                yield (complete_datum(record) if complete else record), raw
+
+
+@contextlib.contextmanager
+def _reading(path: str) -> Iterator[None]:
+    """Any error while a part is read (fastavro's decoder errors too) is an InputError naming
+    the part; an InputError passes as it is."""
+    try:
+        yield
     except InputError:
         raise
     except Exception as e:  # pylint: disable=broad-except  (fastavro decoder errors)
@@ -273,12 +278,6 @@ def splits_datums(path: str) -> bool:
     return header.codec in NATIVE_CODECS and datums_converter(header.schema) is not None
 
 
-def _own_schema(cache=[]) -> dict:  # pylint: disable=dangerous-default-value
-    if not cache:
-        cache.append(fastavro.parse_schema(CRAWL_DATUM_SCHEMA))
-    return cache[0]
-
-
 def read_datum_keys(path: str, offsets: List[int]
                     ) -> Iterator[Tuple[str, str, Union[bytes, dict]]]:
     """(url, status, the record's bytes in CRAWL_DATUM_SCHEMA) of the records of the blocks at
@@ -289,31 +288,23 @@ def read_datum_keys(path: str, offsets: List[int]
     records completed (records.complete_datum) are encoded in ours (encode_datum), and a record
     that encode_datum leaves is given as that completed dict instead of bytes (the caller's
     writer encodes it with fastavro, as it would any record)."""
-    try:
-        with open_part(path) as f:
-            header = header_of(f)
-            if header.codec not in NATIVE_CODECS:
-                raise ValueError(f'codec {header.codec} cannot be read block by block')
-            own = header.schema == _own_schema()
-            split_block = split_datums if own else datums_converter(header.schema)
-            if split_block is None:
-                raise ValueError('not a CrawlDatum-shaped schema')
-            for count, data in _decompressed_blocks(f, header, offsets):
-                split = split_block(data, count)
-                if split is not None:
-                    yield from split
-                elif own:
-                    yield from ((record['url'], record['status'], raw) for record, raw
-                                in _decoded_by_fastavro(data, count, header.schema))
-                else:
-                    for record, _ in _decoded_by_fastavro(data, count, header.schema):
-                        record = complete_datum(record)
-                        raw = encode_datum(record)
-                        yield record['url'], record['status'], record if raw is None else raw
-    except (OSError, ValueError, EOFError, KeyError, TypeError, IndexError,
-            zlib.error) as e:
-        raise unreadable(path, e) from None
-    except InputError:
-        raise
-    except Exception as e:  # pylint: disable=broad-except  (fastavro decoder errors)
-        raise unreadable(path, e) from None
+    with _reading(path), open_part(path) as f:
+        header = header_of(f)
+        if header.codec not in NATIVE_CODECS:
+            raise ValueError(f'codec {header.codec} cannot be read block by block')
+        own = header.schema == parsed_datum_schema()
+        split_block = split_datums if own else datums_converter(header.schema)
+        if split_block is None:
+            raise ValueError('not a CrawlDatum-shaped schema')
+        for count, data in _decompressed_blocks(f, header, offsets):
+            split = split_block(data, count)
+            if split is not None:
+                yield from split
+            elif own:
+                yield from ((record['url'], record['status'], raw) for record, raw
+                            in _decoded_by_fastavro(data, count, header.schema))
+            else:
+                for record, _ in _decoded_by_fastavro(data, count, header.schema):
+                    record = complete_datum(record)
+                    raw = encode_datum(record)
+                    yield record['url'], record['status'], record if raw is None else raw

@@ -27,7 +27,7 @@ from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, STATUSES
 
 __all__ = ['encode_datum', 'encoder_for', 'varint', 'datum_score_offset', 'score_at', 'with_score',
            'split_datums', 'decode_datums', 'datums_decoder', 'datums_converter', 'decode_datum',
-           'HandDecoder']
+           'parsed_datum_schema', 'HandDecoder']
 
 _FIELDS = tuple(f['name'] for f in CRAWL_DATUM_SCHEMA['fields'])
 assert _FIELDS == ('url', 'status', 'fetch_time', 'modified_time', 'fetch_interval', 'retries',
@@ -765,10 +765,11 @@ def decode_datum(raw: bytes) -> dict:
     decoded = decode_datums(raw, 1)
     if decoded is not None:
         return decoded[0][0]
-    return fastavro.schemaless_reader(io.BytesIO(raw), _parsed_schema())
+    return fastavro.schemaless_reader(io.BytesIO(raw), parsed_datum_schema())
 
 
-def _parsed_schema(cache=[]) -> dict:  # pylint: disable=dangerous-default-value
+def parsed_datum_schema(cache=[]) -> dict:  # pylint: disable=dangerous-default-value
+    """CRAWL_DATUM_SCHEMA parsed by fastavro (as a file's header schema is), parsed once."""
     if not cache:
         cache.append(fastavro.parse_schema(CRAWL_DATUM_SCHEMA))
     return cache[0]
