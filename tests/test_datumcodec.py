@@ -1,7 +1,9 @@
 """datumcodec: CrawlDatum records encoded by hand give fastavro's bytes, or are left to
 fastavro; the score is found and replaced inside encoded records; records split out of a block
 are the ones fastavro reads there; records decoded by hand, in our schema or in another
-CrawlDatum-shaped one (the contract's fields only), are the ones fastavro reads."""
+CrawlDatum-shaped one (the contract's fields only), are the ones fastavro reads. Every test runs
+on both implementations of the hand codec: the C loops (storage/_datums.c) and their Python
+twins."""
 
 import io
 import math
@@ -10,6 +12,7 @@ import random
 import fastavro
 import pytest
 
+from beamcrawl.transforms.storage import datumcodec, native
 from beamcrawl.transforms.storage.datumcodec import (datum_score_offset, datums_converter,
                                                      datums_decoder, decode_datum, decode_datums,
                                                      encode_datum, score_at, split_datums, varint,
@@ -19,6 +22,17 @@ from beamcrawl.transforms.storage.records import (CRAWL_DATUM_SCHEMA, STATUSES, 
 
 SCHEMA = fastavro.parse_schema(CRAWL_DATUM_SCHEMA)
 NOW = 1795305600000
+
+
+@pytest.fixture(autouse=True, params=['c', 'python'])
+def codec(request, monkeypatch):
+    """The codec under test: the C loops (which the install builds: setup.py) or the Python
+    ones."""
+    if request.param == 'c':
+        assert native.codec is not None, f'the C codec is {native.missing()}'
+    else:
+        monkeypatch.setattr(datumcodec, '_c', None)
+    return request.param
 
 
 def _fastavro(record):
@@ -255,13 +269,19 @@ def test_one_record_decodes_as_fastavro_reads_it():
         decode_datum(b'\x02a\x7e')     # no such status: fastavro says so
 
 
-def test_blocks_of_new_times_are_left_to_fastavro_and_tried_again_later():
+def test_blocks_of_new_times_are_left_to_fastavro_and_tried_again_later(codec):
+    """In Python a value decoded for the first time costs more than in fastavro's C; in C,
+    every block is decoded."""
     from beamcrawl.transforms.storage.datumcodec import HandDecoder
     rnd = random.Random(2)
     repeated = b''.join(_fastavro(_datum(url=f'http://a.test/{i}')) for i in range(50))
     new = b''.join(_fastavro(_datum(url=f'http://a.test/{i}', fetch_time=rnd.randrange(1 << 50),
                                     modified_time=rnd.randrange(1 << 50))) for i in range(50))
     hand = HandDecoder()
+    if codec == 'c':
+        for block in (repeated, new) + (repeated,) * HandDecoder.PROBE:
+            assert hand.decode(block, 50) is not None
+        return
     assert hand.decode(repeated, 50) is not None
     assert hand.decode(new, 50) is not None              # decoded, but it brought new times:
     for _ in range(HandDecoder.PROBE - 1):

@@ -16,6 +16,7 @@ a union is the branch's index and the value; a map is blocks of (count, keys and
 by a count of 0; a float is 4 bytes little-endian.
 """
 
+import functools
 import io
 import re
 import struct
@@ -23,6 +24,7 @@ from typing import Callable, Dict, NamedTuple, Optional, Tuple
 
 import fastavro
 
+from beamcrawl.transforms.storage.native import codec as _c
 from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, STATUSES
 
 __all__ = ['encode_datum', 'encoder_for', 'varint', 'datum_score_offset', 'score_at', 'with_score',
@@ -204,6 +206,8 @@ def split_datums(data: bytes, count: int) -> Optional[list]:
     """[(url, status, encoded record)] of a block's `count` records (its data, decompressed, in
     CRAWL_DATUM_SCHEMA); None when the data is not exactly that many well-formed records (the
     caller decodes it with fastavro then, which says what is wrong)."""
+    if _c is not None:
+        return _c.split(data, count, _OWN_CONV)
     out = []
     append = out.append
     four = _FOUR_VARINTS.match
@@ -349,10 +353,37 @@ class _Layout(NamedTuple):
 _OWN_LAYOUT = _Layout(_STATUS_NAMES, (0, 2), (0, 2), (0, 2))
 
 
+@functools.lru_cache(maxsize=64)
+def _c_layout(layout: _Layout) -> tuple:
+    """The layout as _datums.c takes it: (statuses, signature's null and value bytes, then per
+    optional field a mode (0 absent, 1 plain, 2 a union) and its null and value bytes)."""
+    def field(written):
+        if written is _ABSENT:
+            return (0, 0, 0)
+        return (1, 0, 0) if written is _PLAIN else (2, *written)
+    return (layout.statuses, *layout.signature, *field(layout.protocol_status),
+            *field(layout.http_code))
+
+
+def _c_conv(layout: _Layout) -> tuple:
+    """The conversion of a writer's records to ours as _datums.c takes it: (layout, whether it
+    is our own schema, per writer symbol our (status, index) or None, same symbol order)."""
+    own = {name: i for i, name in enumerate(_STATUS_NAMES)}
+    table = tuple((_STATUS_NAMES[own[s]], own[s]) if s in own else None
+                  for s in layout.statuses)
+    return (_c_layout(layout), layout == _OWN_LAYOUT, table,
+            all(own.get(s) == i for i, s in enumerate(layout.statuses)))
+
+
+_OWN_CONV = _c_conv(_OWN_LAYOUT)
+
+
 def _decode_block(data: bytes, count: int, layout: _Layout, complete: bool = False
                   ) -> Optional[list]:
     """decode_datums for the writer's `layout`; `complete`: every record with all of
     CRAWL_DATUM_SCHEMA's fields (as records.complete_datum fills them)."""
+    if _c is not None:
+        return _c.decode(data, count, _c_layout(layout), complete)
     out = []
     append = out.append
     four = _FOUR_LONGS.match
@@ -554,6 +585,9 @@ def datums_decoder(schema, complete: bool = False
         return None
     if layout == _OWN_LAYOUT:
         return decode_datums
+    if _c is not None:
+        c_layout = _c_layout(layout)
+        return lambda data, count: _c.decode(data, count, c_layout, complete)
     return lambda data, count: _decode_block(data, count, layout, complete)
 
 
@@ -729,6 +763,9 @@ def datums_converter(schema) -> Optional[Callable[[bytes, int], Optional[list]]]
     layout = _layout_of(schema)
     if layout is None:
         return None
+    if _c is not None:
+        conv = _c_conv(layout)
+        return lambda data, count: _c.split(data, count, conv)
     own = {name: i for i, name in enumerate(_STATUS_NAMES)}
     statuses = tuple((_STATUS_NAMES[own[s]], varint(own[s])) if s in own else None
                      for s in layout.statuses)
@@ -749,6 +786,8 @@ class HandDecoder:
         self._decode = decode
 
     def decode(self, data: bytes, count: int) -> Optional[list]:
+        if _c is not None:                  # in C, always cheaper than fastavro
+            return self._decode(data, count)
         if self.skip:
             self.skip -= 1
             return None

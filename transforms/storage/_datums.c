@@ -1,0 +1,975 @@
+/* CrawlDatum blocks in Avro's binary encoding, read in C: the inner loops of datumcodec.py.
+ *
+ * Each function gives what its Python twin in datumcodec.py gives (the twin is the test oracle:
+ * tests/test_native.py), or None where the block is not clean (the caller then reads it with
+ * fastavro, which decides). The data is a block's records, decompressed; every read is checked
+ * against its end, and nothing read is trusted to be in range.
+ *
+ *   decode(data, count, layout, complete)     [(record, raw)]: _decode_block
+ *   split(data, count, conv)                  [(url, status, raw in our schema)]: split_datums
+ *                                             (our schema), _convert_block (another writer's)
+ *   partition(data, count, conv, keep, n)     the same records as n runs by crc32(url) mod n,
+ *                                             each bytes of (u32 length, raw)...; and counts
+ *   sorted_run(runs)                          those runs' records in URL order: urls, status
+ *                                             indexes, lengths (u32), their bytes, and whether
+ *                                             each URL is there once
+ *
+ * layout: (statuses, sig_null, sig_value, protocol_mode, protocol_null, protocol_value,
+ *          http_mode, http_null, http_value): datumcodec._Layout; a mode is 0 (no such field),
+ *          1 (the value's type alone) or 2 (a union; the bytes that say null and a value).
+ * conv:   (layout, own, table, same_order): own, the file is in our schema (its bytes are taken
+ *          as they are); else table gives, per writer symbol, (our status name, our status
+ *          index) or None, and the bytes are taken only in the form encode_datum writes.
+ * docs/performance.md, "CrawlDatum records are encoded and decoded by hand".
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ABSENT 0
+#define PLAIN 1
+#define UNION 2
+
+typedef struct {
+    const unsigned char *d;
+    Py_ssize_t size;
+} Block;
+
+typedef struct {
+    const unsigned char *p;
+    Py_ssize_t n;
+} Span;
+
+/* The zigzag varint at *pos, of at most `most` bytes (and 64 bits); 0 on success. */
+static int varint(const Block *b, Py_ssize_t *pos, int most, int64_t *out)
+{
+    uint64_t result = 0;
+    int shift = 0;
+    Py_ssize_t p = *pos;
+    for (int i = 0; i < most && i < 10; i++) {
+        if (p >= b->size)
+            return -1;
+        unsigned char c = b->d[p++];
+        if (i == 9 && c > 1)
+            return -1;
+        result |= (uint64_t)(c & 0x7F) << shift;
+        if (c < 0x80) {
+            *pos = p;
+            *out = (int64_t)(result >> 1) ^ -(int64_t)(result & 1);
+            return 0;
+        }
+        shift += 7;
+    }
+    return -1;
+}
+
+/* A varint of at most `most` bytes in its shortest form (no value wanted). */
+static int shortest(const Block *b, Py_ssize_t *pos, int most)
+{
+    Py_ssize_t p = *pos;
+    for (int i = 0; i < most; i++) {
+        if (p >= b->size)
+            return -1;
+        unsigned char c = b->d[p++];
+        if (c < 0x80) {
+            if (i > 0 && c == 0)
+                return -1;
+            *pos = p;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* A length: not negative, not beyond the block; `canon`: in its shortest form. */
+static int length_at(const Block *b, Py_ssize_t *pos, int canon, Py_ssize_t *out)
+{
+    int64_t n;
+    Py_ssize_t start = *pos;
+    if (varint(b, pos, 10, &n) < 0 || n < 0 || n > b->size - *pos)
+        return -1;
+    if (canon && *pos - start > 1 && b->d[*pos - 1] == 0)
+        return -1;
+    *out = (Py_ssize_t)n;
+    return 0;
+}
+
+/* Whether the bytes are UTF-8 as Python's strict decoder takes it (no error left set). */
+static int valid_utf8(const unsigned char *p, Py_ssize_t n)
+{
+    Py_ssize_t i = 0;
+    while (i < n && p[i] < 0x80)
+        i++;
+    if (i == n)
+        return 1;
+    PyObject *s = PyUnicode_DecodeUTF8((const char *)p + i, n - i, NULL);
+    if (s == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    Py_DECREF(s);
+    return 1;
+}
+
+/* A string or bytes value at *pos; `text`: UTF-8 checked. */
+static int span_at(const Block *b, Py_ssize_t *pos, int canon, int text, Span *out)
+{
+    Py_ssize_t n;
+    if (length_at(b, pos, canon, &n) < 0)
+        return -1;
+    out->p = b->d + *pos;
+    out->n = n;
+    *pos += n;
+    if (text && !valid_utf8(out->p, n))
+        return -1;
+    return 0;
+}
+
+/* A str of UTF-8 bytes; NULL with no error set when they are not UTF-8. */
+static PyObject *str_of(Span s)
+{
+    PyObject *text = PyUnicode_DecodeUTF8((const char *)s.p, s.n, NULL);
+    if (text == NULL && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError))
+        PyErr_Clear();
+    return text;
+}
+
+static int parse_block(PyObject *arg, Py_buffer *view, Block *b)
+{
+    if (PyObject_GetBuffer(arg, view, PyBUF_SIMPLE) < 0)
+        return -1;
+    b->d = (const unsigned char *)view->buf;
+    b->size = view->len;
+    return 0;
+}
+
+/* An optional field's union byte at *pos: 1 a value follows, 0 null, -1 neither. */
+static int branch(const Block *b, Py_ssize_t *pos, int null_byte, int value_byte)
+{
+    if (*pos >= b->size)
+        return -1;
+    int c = b->d[(*pos)++];
+    return c == value_byte ? 1 : c == null_byte ? 0 : -1;
+}
+
+/* -- layouts and conversions --------------------------------------------------------------- */
+
+typedef struct {
+    PyObject *names[64];        /* borrowed: the writer's status symbols */
+    Py_ssize_t nstatus;
+    int sig_null, sig_value;
+    int protocol, protocol_null, protocol_value;
+    int http, http_null, http_value;
+} Layout;
+
+static int layout_of(PyObject *t, Layout *l)
+{
+    PyObject *statuses;
+    if (!PyArg_ParseTuple(t, "O!iiiiiiii;layout: (statuses, 8 ints)", &PyTuple_Type,
+                          &statuses, &l->sig_null, &l->sig_value, &l->protocol,
+                          &l->protocol_null, &l->protocol_value, &l->http, &l->http_null,
+                          &l->http_value))
+        return -1;
+    if (l->protocol < ABSENT || l->protocol > UNION || l->http < ABSENT || l->http > UNION ||
+        PyTuple_GET_SIZE(statuses) > 64) {
+        PyErr_SetString(PyExc_ValueError, "layout: modes of 0, 1 or 2, at most 64 statuses");
+        return -1;
+    }
+    l->nstatus = PyTuple_GET_SIZE(statuses);
+    for (Py_ssize_t i = 0; i < l->nstatus; i++)
+        l->names[i] = PyTuple_GET_ITEM(statuses, i);
+    return 0;
+}
+
+typedef struct {
+    Layout l;
+    int own;                    /* our schema: the bytes as they are */
+    int same;                   /* another writer's, its symbols in our order */
+    PyObject *names[64];        /* borrowed: our status name per writer symbol, or NULL */
+    int index[64];              /* our status index per writer symbol */
+} Conv;
+
+static int conv_of(PyObject *t, Conv *c)
+{
+    PyObject *layout, *table;
+    if (!PyArg_ParseTuple(t, "OpO!p;conv: (layout, own, table, same_order)", &layout, &c->own,
+                          &PyTuple_Type, &table, &c->same) ||
+        layout_of(layout, &c->l) < 0)
+        return -1;
+    if (PyTuple_GET_SIZE(table) != c->l.nstatus) {
+        PyErr_SetString(PyExc_ValueError, "conv: a table entry per status symbol");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < c->l.nstatus; i++) {
+        PyObject *entry = PyTuple_GET_ITEM(table, i);
+        c->names[i] = NULL;
+        if (entry == Py_None)
+            continue;
+        if (!PyArg_ParseTuple(entry, "Oi;conv: (name, index) or None", &c->names[i],
+                              &c->index[i]))
+            return -1;
+        if (c->index[i] < 0 || c->index[i] > 63) {
+            PyErr_SetString(PyExc_ValueError, "conv: a status index of 0 to 63");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* -- bytes being built ---------------------------------------------------------------------- */
+
+typedef struct {
+    unsigned char *p;
+    Py_ssize_t n, cap;
+} Out;
+
+static int grow(Out *o, Py_ssize_t more)
+{
+    if (o->n + more <= o->cap)
+        return 0;
+    Py_ssize_t cap = (o->n + more) * 2 + 256;
+    unsigned char *p = PyMem_Realloc(o->p, cap);
+    if (p == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    o->p = p;
+    o->cap = cap;
+    return 0;
+}
+
+static int add(Out *o, const void *p, Py_ssize_t n)
+{
+    if (grow(o, n) < 0)
+        return -1;
+    memcpy(o->p + o->n, p, n);
+    o->n += n;
+    return 0;
+}
+
+static int add_byte(Out *o, unsigned char c)
+{
+    return add(o, &c, 1);
+}
+
+static int add_u32(Out *o, uint32_t v)
+{
+    unsigned char le[4] = {v & 0xFF, (v >> 8) & 0xFF, (v >> 16) & 0xFF, (v >> 24) & 0xFF};
+    return add(o, le, 4);
+}
+
+/* -- one record, split and made ours ------------------------------------------------------- */
+
+static int span_order(const void *a, const void *b)
+{
+    const Span *x = a, *y = b;
+    if (x->n != y->n)
+        return x->n < y->n ? -1 : 1;
+    return memcmp(x->p, y->p, x->n);
+}
+
+/* Whether two of a map block's `n` keys are the same (may reorder them). */
+static int duplicate_keys(Span *keys, Py_ssize_t n)
+{
+    if (n <= 16) {
+        for (Py_ssize_t i = 1; i < n; i++)
+            for (Py_ssize_t j = 0; j < i; j++)
+                if (span_order(&keys[i], &keys[j]) == 0)
+                    return 1;
+        return 0;
+    }
+    qsort(keys, n, sizeof(Span), span_order);
+    for (Py_ssize_t i = 1; i < n; i++)
+        if (span_order(&keys[i], &keys[i - 1]) == 0)
+            return 1;
+    return 0;
+}
+
+/* The metadata map at *pos: in our schema any blocks (split_datums); else one block of
+ * distinct keys in shortest forms (_convert_block). 1 clean, 0 not, -1 error. */
+static int metadata_at(const Block *b, Py_ssize_t *pos, int own)
+{
+    Span value;
+    if (*pos >= b->size)
+        return 0;
+    if (b->d[*pos] == 0) {
+        (*pos)++;
+        return 1;
+    }
+    if (own) {
+        for (;;) {
+            int64_t entries, skip;
+            if (varint(b, pos, 10, &entries) < 0)
+                return 0;
+            if (entries == 0)
+                return 1;
+            if (entries < 0) {              /* a block with its byte size */
+                if (entries == INT64_MIN)
+                    return 0;
+                entries = -entries;
+                if (varint(b, pos, 10, &skip) < 0)
+                    return 0;
+            }
+            if (entries > b->size)
+                return 0;
+            for (int64_t e = 0; e < 2 * entries; e++)
+                if (span_at(b, pos, 0, 1, &value) < 0)
+                    return 0;
+        }
+    }
+    Py_ssize_t entries;
+    if (length_at(b, pos, 1, &entries) < 0 || entries > b->size)
+        return 0;
+    Span few[16], *keys = few;
+    if (entries > 16) {
+        keys = PyMem_Malloc(entries * sizeof(Span));
+        if (keys == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    int clean = 1;
+    for (Py_ssize_t e = 0; clean && e < entries; e++)
+        clean = span_at(b, pos, 1, 1, &keys[e]) == 0 && span_at(b, pos, 1, 1, &value) == 0;
+    clean = clean && !duplicate_keys(keys, entries) && *pos < b->size && b->d[*pos] == 0;
+    if (keys != few)
+        PyMem_Free(keys);
+    if (!clean)
+        return 0;
+    (*pos)++;
+    return 1;
+}
+
+/* The record at *pos: its URL, our status index and its bytes in our schema (appended to o).
+ * 1 clean, 0 not (the block is left to the caller), -1 an error. */
+static int next_record(const Block *b, Py_ssize_t *pos, const Conv *c, Out *o, Span *url,
+                       int *status)
+{
+    const Layout *l = &c->l;
+    Py_ssize_t start = *pos;
+    int canon = !c->own;
+    int64_t v;
+    Span text;
+    if (span_at(b, pos, canon, 0, url) < 0)
+        return 0;
+    Py_ssize_t at_status = *pos;
+    if (*pos >= b->size)
+        return 0;
+    unsigned char s = b->d[(*pos)++];
+    if (s >= 0x80 || (s & 1) || (s >> 1) >= l->nstatus)
+        return 0;
+    int symbol = s >> 1;
+    if (c->own)
+        *status = symbol;
+    else if (c->names[symbol] == NULL)
+        return 0;
+    else
+        *status = c->index[symbol];
+    if (c->own) {
+        for (int i = 0; i < 4; i++)             /* fetch_time ... retries */
+            if (varint(b, pos, 10, &v) < 0)
+                return 0;
+    } else if (shortest(b, pos, 9) < 0 || shortest(b, pos, 9) < 0 ||
+               shortest(b, pos, 4) < 0 || shortest(b, pos, 4) < 0)
+        return 0;                               /* longs of 63 bits, ints of 27 */
+    if (*pos + 4 > b->size)
+        return 0;
+    if (canon && (b->d[*pos + 3] & 0x7F) == 0x7F && (b->d[*pos + 2] & 0x80))
+        return 0;                               /* a NaN or infinite score */
+    *pos += 4;
+    Py_ssize_t at_signature = *pos;
+    int sig = branch(b, pos, l->sig_null, l->sig_value);
+    if (sig < 0 || (sig && span_at(b, pos, canon, 0, &text) < 0))
+        return 0;
+    int rc = metadata_at(b, pos, c->own);
+    if (rc <= 0)
+        return rc;
+    Py_ssize_t body_end = *pos;
+    /* protocol_status, http_code */
+    int present = l->protocol == ABSENT ? 0 : l->protocol == PLAIN ? 1 :
+                  branch(b, pos, l->protocol_null, l->protocol_value);
+    Py_ssize_t protocol_at = *pos;
+    if (present < 0 || (present && span_at(b, pos, canon, 1, &text) < 0))
+        return 0;
+    Py_ssize_t protocol_end = *pos;
+    int http = l->http == ABSENT ? 0 : l->http == PLAIN ? 1 :
+               branch(b, pos, l->http_null, l->http_value);
+    Py_ssize_t http_at = *pos;
+    if (http < 0)
+        return 0;
+    if (http) {
+        if (varint(b, pos, 10, &v) < 0 || v < INT32_MIN || v > INT32_MAX ||
+            (canon && *pos - http_at > 1 && b->d[*pos - 1] == 0))
+            return 0;
+    }
+    if (c->own)
+        return add(o, b->d + start, *pos - start) < 0 ? -1 : 1;
+    if (c->same && l->sig_null == 0) {
+        if (add(o, b->d + start, body_end - start) < 0)
+            return -1;
+    } else if (add(o, b->d + start, at_status - start) < 0 ||
+               add_byte(o, (unsigned char)(2 * *status)) < 0 ||
+               add(o, b->d + at_status + 1, at_signature - at_status - 1) < 0 ||
+               add_byte(o, sig ? 2 : 0) < 0 ||
+               add(o, b->d + at_signature + 1, body_end - at_signature - 1) < 0)
+        return -1;
+    if (present) {
+        if (add_byte(o, 2) < 0 || add(o, b->d + protocol_at, protocol_end - protocol_at) < 0)
+            return -1;
+    } else if (add_byte(o, 0) < 0)
+        return -1;
+    if (http) {
+        if (add_byte(o, 2) < 0 || add(o, b->d + http_at, *pos - http_at) < 0)
+            return -1;
+    } else if (add_byte(o, 0) < 0)
+        return -1;
+    return 1;
+}
+
+/* -- split -------------------------------------------------------------------------------- */
+
+static PyObject *split(PyObject *self, PyObject *args)
+{
+    PyObject *data, *conv_arg;
+    Py_ssize_t count;
+    if (!PyArg_ParseTuple(args, "OnO", &data, &count, &conv_arg))
+        return NULL;
+    Conv c;
+    if (conv_of(conv_arg, &c) < 0)
+        return NULL;
+    Py_buffer view;
+    Block b;
+    if (parse_block(data, &view, &b) < 0)
+        return NULL;
+    Out o = {NULL, 0, 0};
+    PyObject *out = PyList_New(0), *result = NULL;
+    if (out == NULL)
+        goto done;
+    Py_ssize_t pos = 0;
+    for (Py_ssize_t r = 0; r < count; r++) {
+        Span url;
+        int status;
+        o.n = 0;
+        int rc = next_record(&b, &pos, &c, &o, &url, &status);
+        if (rc < 0)
+            goto done;
+        if (rc == 0)
+            goto none;
+        PyObject *text = str_of(url);
+        if (text == NULL) {
+            if (PyErr_Occurred())
+                goto done;
+            goto none;
+        }
+        PyObject *name = c.own ? c.l.names[status] : c.names[url.p[url.n] >> 1];
+        PyObject *raw = PyBytes_FromStringAndSize((const char *)o.p, o.n);
+        PyObject *item = raw == NULL ? NULL : PyTuple_Pack(3, text, name, raw);
+        Py_DECREF(text);
+        Py_XDECREF(raw);
+        if (item == NULL || PyList_Append(out, item) < 0) {
+            Py_XDECREF(item);
+            goto done;
+        }
+        Py_DECREF(item);
+    }
+    if (pos == b.size) {
+        result = out;
+        out = NULL;
+        goto done;
+    }
+none:
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    Py_XDECREF(out);
+    PyMem_Free(o.p);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+/* -- partition ------------------------------------------------------------------------------ */
+
+static uint32_t crc_table[256];
+
+static void crc_init(void)
+{
+    for (uint32_t n = 0; n < 256; n++) {
+        uint32_t c = n;
+        for (int k = 0; k < 8; k++)
+            c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        crc_table[n] = c;
+    }
+}
+
+/* zlib.crc32 */
+static uint32_t crc32_of(const unsigned char *p, Py_ssize_t n)
+{
+    uint32_t c = 0xFFFFFFFFu;
+    for (Py_ssize_t i = 0; i < n; i++)
+        c = crc_table[(c ^ p[i]) & 0xFF] ^ (c >> 8);
+    return c ^ 0xFFFFFFFFu;
+}
+
+static PyObject *partition(PyObject *self, PyObject *args)
+{
+    PyObject *data, *conv_arg;
+    Py_buffer keep;
+    Py_ssize_t count, n;
+    if (!PyArg_ParseTuple(args, "OnOy*n", &data, &count, &conv_arg, &keep, &n))
+        return NULL;
+    Conv c;
+    Py_buffer view;
+    Block b;
+    Out *parts = NULL;
+    Py_ssize_t *counts = NULL;
+    PyObject *result = NULL;
+    Out o = {NULL, 0, 0};
+    int have_view = 0;
+    if (n < 1 || n > 1 << 20 || keep.len < 64) {
+        PyErr_SetString(PyExc_ValueError, "partition: 1 to 2**20 parts, a keep mask of 64");
+        goto done;
+    }
+    if (conv_of(conv_arg, &c) < 0 || parse_block(data, &view, &b) < 0)
+        goto done;
+    have_view = 1;
+    parts = PyMem_Calloc(n, sizeof(Out));
+    counts = PyMem_Calloc(n, sizeof(Py_ssize_t));
+    if (parts == NULL || counts == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const unsigned char *kept = keep.buf;
+    Py_ssize_t pos = 0;
+    for (Py_ssize_t r = 0; r < count; r++) {
+        Span url;
+        int status;
+        o.n = 0;
+        int rc = next_record(&b, &pos, &c, &o, &url, &status);
+        if (rc < 0)
+            goto done;
+        if (rc == 0 || !valid_utf8(url.p, url.n))
+            goto none;
+        if (!kept[status])
+            continue;
+        uint32_t p = crc32_of(url.p, url.n) % (uint32_t)n;
+        if (o.n > UINT32_MAX || add_u32(&parts[p], (uint32_t)o.n) < 0 ||
+            add(&parts[p], o.p, o.n) < 0)
+            goto done;
+        counts[p]++;
+    }
+    if (pos != b.size)
+        goto none;
+    PyObject *blobs = PyList_New(n), *numbers = PyList_New(n);
+    if (blobs == NULL || numbers == NULL) {
+        Py_XDECREF(blobs);
+        Py_XDECREF(numbers);
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *blob = PyBytes_FromStringAndSize((const char *)parts[i].p, parts[i].n);
+        PyObject *number = PyLong_FromSsize_t(counts[i]);
+        if (blob == NULL || number == NULL) {
+            Py_XDECREF(blob);
+            Py_XDECREF(number);
+            Py_DECREF(blobs);
+            Py_DECREF(numbers);
+            goto done;
+        }
+        PyList_SET_ITEM(blobs, i, blob);
+        PyList_SET_ITEM(numbers, i, number);
+    }
+    result = PyTuple_Pack(2, blobs, numbers);
+    Py_DECREF(blobs);
+    Py_DECREF(numbers);
+    goto done;
+none:
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    if (parts != NULL)
+        for (Py_ssize_t i = 0; i < n; i++)
+            PyMem_Free(parts[i].p);
+    PyMem_Free(parts);
+    PyMem_Free(counts);
+    PyMem_Free(o.p);
+    if (have_view)
+        PyBuffer_Release(&view);
+    PyBuffer_Release(&keep);
+    return result;
+}
+
+/* -- sorted_run ---------------------------------------------------------------------------- */
+
+typedef struct {
+    uint64_t prefix;            /* the URL's first 8 bytes, big-endian: most comparisons */
+    const unsigned char *url;
+    const unsigned char *raw;
+    uint32_t url_n, raw_n;
+} Entry;
+
+static int entry_order(const void *a, const void *b)
+{
+    const Entry *x = a, *y = b;
+    if (x->prefix != y->prefix)
+        return x->prefix < y->prefix ? -1 : 1;
+    uint32_t n = x->url_n < y->url_n ? x->url_n : y->url_n;
+    int c = n > 8 ? memcmp(x->url + 8, y->url + 8, n - 8) : 0;
+    if (c)
+        return c;
+    if (x->url_n != y->url_n)
+        return x->url_n < y->url_n ? -1 : 1;
+    return x->raw < y->raw ? -1 : x->raw > y->raw;      /* stable: input order */
+}
+
+static PyObject *sorted_run(PyObject *self, PyObject *args)
+{
+    PyObject *runs;
+    if (!PyArg_ParseTuple(args, "O!", &PyList_Type, &runs))
+        return NULL;
+    Py_ssize_t nruns = PyList_GET_SIZE(runs), total = 0, bytes = 0;
+    Py_buffer *views = PyMem_Calloc(nruns ? nruns : 1, sizeof(Py_buffer));
+    Entry *entries = NULL;
+    PyObject *result = NULL, *urls = NULL, *status = NULL, *lengths = NULL, *data = NULL;
+    Py_ssize_t got = 0;
+    if (views == NULL)
+        return PyErr_NoMemory();
+    for (; got < nruns; got++)
+        if (PyObject_GetBuffer(PyList_GET_ITEM(runs, got), &views[got], PyBUF_SIMPLE) < 0)
+            goto done;
+    /* count, then index the records: (u32 length, raw) each, raw starting with its URL */
+    for (int pass = 0; pass < 2; pass++) {
+        Py_ssize_t k = 0;
+        for (Py_ssize_t i = 0; i < nruns; i++) {
+            Block b = {views[i].buf, views[i].len};
+            Py_ssize_t pos = 0;
+            while (pos < b.size) {
+                if (b.size - pos < 4)
+                    goto bad;
+                uint32_t n = b.d[pos] | (b.d[pos + 1] << 8) | (b.d[pos + 2] << 16) |
+                             ((uint32_t)b.d[pos + 3] << 24);
+                pos += 4;
+                if (n > b.size - pos)
+                    goto bad;
+                if (pass == 1) {
+                    Block rec = {b.d + pos, n};
+                    Py_ssize_t at = 0;
+                    Span url;
+                    if (span_at(&rec, &at, 0, 0, &url) < 0 || at >= rec.size ||
+                        url.n > UINT32_MAX)
+                        goto bad;
+                    Entry *e = &entries[k];
+                    e->url = url.p;
+                    e->url_n = (uint32_t)url.n;
+                    e->raw = rec.d;
+                    e->raw_n = n;
+                    e->prefix = 0;
+                    for (int j = 0; j < 8; j++)
+                        e->prefix = e->prefix << 8 | (j < (int)url.n ? url.p[j] : 0);
+                    bytes += n;
+                }
+                k++;
+                pos += n;
+            }
+        }
+        if (pass == 0) {
+            total = k;
+            entries = PyMem_Malloc((total ? total : 1) * sizeof(Entry));
+            if (entries == NULL) {
+                PyErr_NoMemory();
+                goto done;
+            }
+        }
+    }
+    qsort(entries, total, sizeof(Entry), entry_order);
+    urls = PyList_New(total);
+    status = PyBytes_FromStringAndSize(NULL, total);
+    lengths = PyBytes_FromStringAndSize(NULL, 4 * total);
+    data = PyBytes_FromStringAndSize(NULL, bytes);
+    if (urls == NULL || status == NULL || lengths == NULL || data == NULL)
+        goto done;
+    unsigned char *st = (unsigned char *)PyBytes_AS_STRING(status);
+    unsigned char *le = (unsigned char *)PyBytes_AS_STRING(lengths);
+    unsigned char *out = (unsigned char *)PyBytes_AS_STRING(data);
+    int once = 1;
+    for (Py_ssize_t k = 0; k < total; k++) {
+        Entry *e = &entries[k];
+        PyObject *url = str_of((Span){e->url, e->url_n});
+        if (url == NULL) {
+            if (!PyErr_Occurred())
+                goto bad;
+            goto done;
+        }
+        PyList_SET_ITEM(urls, k, url);
+        if (k > 0 && e->url_n == entries[k - 1].url_n &&
+            memcmp(e->url, entries[k - 1].url, e->url_n) == 0)
+            once = 0;
+        st[k] = e->url[e->url_n] >> 1;          /* the status byte after the URL */
+        le[4 * k] = e->raw_n & 0xFF;
+        le[4 * k + 1] = (e->raw_n >> 8) & 0xFF;
+        le[4 * k + 2] = (e->raw_n >> 16) & 0xFF;
+        le[4 * k + 3] = (e->raw_n >> 24) & 0xFF;
+        memcpy(out, e->raw, e->raw_n);
+        out += e->raw_n;
+    }
+    result = Py_BuildValue("(OOOOO)", urls, status, lengths, data, once ? Py_True : Py_False);
+    goto done;
+bad:
+    PyErr_SetString(PyExc_ValueError, "sorted_run: not runs of partition()");
+done:
+    Py_XDECREF(urls);
+    Py_XDECREF(status);
+    Py_XDECREF(lengths);
+    Py_XDECREF(data);
+    PyMem_Free(entries);
+    for (Py_ssize_t i = 0; i < got; i++)
+        PyBuffer_Release(&views[i]);
+    PyMem_Free(views);
+    return result;
+}
+
+/* -- decode -------------------------------------------------------------------------------- */
+
+static PyObject *K_URL, *K_STATUS, *K_FETCH_TIME, *K_MODIFIED_TIME, *K_FETCH_INTERVAL,
+    *K_RETRIES, *K_SCORE, *K_SIGNATURE, *K_METADATA, *K_PROTOCOL_STATUS, *K_HTTP_CODE;
+
+static double float_at(const unsigned char *p)
+{
+    uint32_t bits = (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
+                    ((uint32_t)p[3] << 24);
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+/* d[key] = value, the reference to value stolen; -1 on an error (also for value NULL). */
+static int put(PyObject *d, PyObject *key, PyObject *value)
+{
+    if (value == NULL)
+        return -1;
+    int rc = PyDict_SetItem(d, key, value);
+    Py_DECREF(value);
+    return rc;
+}
+
+/* A str at *pos (its length in any form, as _string_at): 1 ok, 0 not clean, -1 an error. */
+static int str_at(const Block *b, Py_ssize_t *pos, PyObject **out)
+{
+    Span s;
+    if (span_at(b, pos, 0, 0, &s) < 0)
+        return 0;
+    *out = str_of(s);
+    return *out != NULL ? 1 : PyErr_Occurred() ? -1 : 0;
+}
+
+/* The metadata map at *pos as a dict, in `metadata`: 1 ok, 0 not clean, -1 an error. */
+static int metadata_dict(const Block *b, Py_ssize_t *pos, PyObject *metadata)
+{
+    if (*pos < b->size && b->d[*pos] == 0) {
+        (*pos)++;
+        return 1;
+    }
+    for (;;) {
+        int64_t entries, skip;
+        if (varint(b, pos, 10, &entries) < 0)
+            return 0;
+        if (entries == 0)
+            return 1;
+        if (entries < 0) {
+            if (entries == INT64_MIN)
+                return 0;
+            entries = -entries;
+            if (varint(b, pos, 10, &skip) < 0)
+                return 0;
+        }
+        if (entries > b->size)
+            return 0;
+        for (int64_t e = 0; e < entries; e++) {
+            PyObject *key = NULL, *value = NULL;
+            int rc = str_at(b, pos, &key);
+            if (rc > 0)
+                rc = str_at(b, pos, &value);
+            if (rc > 0 && PyDict_SetItem(metadata, key, value) < 0)
+                rc = -1;
+            Py_XDECREF(key);
+            Py_XDECREF(value);
+            if (rc <= 0)
+                return rc;
+        }
+    }
+}
+
+/* One record at *pos as the dict fastavro reads (the writer's fields; every field of ours
+ * with `full`): 1 ok (*out set), 0 not clean, -1 an error. */
+static int record_at(const Block *b, Py_ssize_t *pos, const Layout *l, int full,
+                     PyObject **out)
+{
+    PyObject *record = _PyDict_NewPresized(11), *metadata = NULL;
+    PyObject *protocol_status = NULL, *http_code = NULL, *value;
+    int rc = -1;
+    int64_t longs[4];
+    if (record == NULL)
+        return -1;
+    if ((rc = str_at(b, pos, &value)) <= 0)
+        goto done;
+    rc = -1;
+    if (put(record, K_URL, value) < 0)
+        goto done;
+    rc = 0;
+    if (*pos >= b->size || b->d[*pos] >= 0x80 || (b->d[*pos] & 1) ||
+        (b->d[*pos] >> 1) >= l->nstatus)
+        goto done;
+    rc = -1;
+    if (PyDict_SetItem(record, K_STATUS, l->names[b->d[*pos] >> 1]) < 0)
+        goto done;
+    (*pos)++;
+    rc = 0;
+    for (int i = 0; i < 4; i++)                 /* each at most 9 bytes: 63 bits */
+        if (varint(b, pos, 9, &longs[i]) < 0)
+            goto done;
+    if (*pos + 4 > b->size)
+        goto done;
+    double score = float_at(b->d + *pos);
+    *pos += 4;
+    int sig = branch(b, pos, l->sig_null, l->sig_value);
+    Span signature = {NULL, 0};
+    if (sig < 0 || (sig && span_at(b, pos, 0, 0, &signature) < 0))
+        goto done;
+    rc = -1;
+    metadata = PyDict_New();
+    if (metadata == NULL || (rc = metadata_dict(b, pos, metadata)) <= 0)
+        goto done;
+    if (l->protocol != ABSENT) {
+        int present = l->protocol == PLAIN ? 1 :
+                      branch(b, pos, l->protocol_null, l->protocol_value);
+        rc = 0;
+        if (present < 0 || (present && (rc = str_at(b, pos, &protocol_status)) <= 0))
+            goto done;
+    }
+    if (l->http != ABSENT) {
+        int present = l->http == PLAIN ? 1 : branch(b, pos, l->http_null, l->http_value);
+        int64_t code;
+        rc = 0;
+        if (present < 0 || (present && varint(b, pos, 10, &code) < 0))
+            goto done;
+        rc = -1;
+        if (present && (http_code = PyLong_FromLongLong(code)) == NULL)
+            goto done;
+    }
+    rc = -1;
+    if (put(record, K_FETCH_TIME, PyLong_FromLongLong(longs[0])) < 0 ||
+        put(record, K_MODIFIED_TIME, PyLong_FromLongLong(longs[1])) < 0 ||
+        put(record, K_FETCH_INTERVAL, PyLong_FromLongLong(longs[2])) < 0 ||
+        put(record, K_RETRIES, PyLong_FromLongLong(longs[3])) < 0 ||
+        put(record, K_SCORE, PyFloat_FromDouble(score)) < 0)
+        goto done;
+    if (sig) {
+        if (put(record, K_SIGNATURE,
+                PyBytes_FromStringAndSize((const char *)signature.p, signature.n)) < 0)
+            goto done;
+    } else if (PyDict_SetItem(record, K_SIGNATURE, Py_None) < 0)
+        goto done;
+    if (PyDict_SetItem(record, K_METADATA, metadata) < 0)
+        goto done;
+    if ((full || l->protocol != ABSENT) &&
+        PyDict_SetItem(record, K_PROTOCOL_STATUS,
+                       protocol_status != NULL ? protocol_status : Py_None) < 0)
+        goto done;
+    if (full && PyDict_SetItem(record, K_HTTP_CODE, http_code != NULL ? http_code : Py_None) < 0)
+        goto done;
+    *out = record;
+    record = NULL;
+    rc = 1;
+done:
+    Py_XDECREF(record);
+    Py_XDECREF(metadata);
+    Py_XDECREF(protocol_status);
+    Py_XDECREF(http_code);
+    return rc;
+}
+
+static PyObject *decode(PyObject *self, PyObject *args)
+{
+    PyObject *data, *layout_arg;
+    Py_ssize_t count;
+    int complete;
+    if (!PyArg_ParseTuple(args, "OnOp", &data, &count, &layout_arg, &complete))
+        return NULL;
+    Layout l;
+    if (layout_of(layout_arg, &l) < 0)
+        return NULL;
+    int full = complete || (l.protocol != ABSENT && l.http != ABSENT);
+    Py_buffer view;
+    Block b;
+    if (parse_block(data, &view, &b) < 0)
+        return NULL;
+    PyObject *out = PyList_New(0), *result = NULL;
+    if (out == NULL)
+        goto done;
+    Py_ssize_t pos = 0;
+    for (Py_ssize_t r = 0; r < count; r++) {
+        Py_ssize_t start = pos;
+        PyObject *record = NULL;
+        int rc = record_at(&b, &pos, &l, full, &record);
+        if (rc < 0)
+            goto done;
+        if (rc == 0)
+            goto none;
+        PyObject *raw = PyBytes_FromStringAndSize((const char *)b.d + start, pos - start);
+        PyObject *item = raw == NULL ? NULL : PyTuple_Pack(2, record, raw);
+        Py_DECREF(record);
+        Py_XDECREF(raw);
+        if (item == NULL || PyList_Append(out, item) < 0) {
+            Py_XDECREF(item);
+            goto done;
+        }
+        Py_DECREF(item);
+    }
+    if (pos == b.size) {
+        result = out;
+        out = NULL;
+        goto done;
+    }
+none:
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    Py_XDECREF(out);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+/* -- module -------------------------------------------------------------------------------- */
+
+static PyMethodDef methods[] = {
+    {"decode", decode, METH_VARARGS,
+     "decode(data, count, layout, complete) -> [(record, raw)] or None"},
+    {"split", split, METH_VARARGS,
+     "split(data, count, conv) -> [(url, status, raw in our schema)] or None"},
+    {"partition", partition, METH_VARARGS,
+     "partition(data, count, conv, keep, n) -> ([n runs], [n counts]) or None"},
+    {"sorted_run", sorted_run, METH_VARARGS,
+     "sorted_run(runs) -> (urls, status indexes, u32 lengths, data, each URL once)"},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_datums",
+                                    "CrawlDatum blocks read in C (datumcodec.py)", -1, methods,
+                                    NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__datums(void)
+{
+    PyObject **keys[] = {&K_URL, &K_STATUS, &K_FETCH_TIME, &K_MODIFIED_TIME, &K_FETCH_INTERVAL,
+                         &K_RETRIES, &K_SCORE, &K_SIGNATURE, &K_METADATA, &K_PROTOCOL_STATUS,
+                         &K_HTTP_CODE};
+    const char *names[] = {"url", "status", "fetch_time", "modified_time", "fetch_interval",
+                           "retries", "score", "signature", "metadata", "protocol_status",
+                           "http_code"};
+    for (int i = 0; i < 11; i++) {
+        *keys[i] = PyUnicode_InternFromString(names[i]);
+        if (*keys[i] == NULL)
+            return NULL;
+    }
+    crc_init();
+    return PyModule_Create(&module);
+}
