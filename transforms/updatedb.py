@@ -9,6 +9,7 @@ the segments touches is copied as its encoded bytes, and each new part is sorted
 """
 
 import collections
+import functools
 from typing import Dict, Optional, Sequence
 
 import apache_beam as beam
@@ -23,7 +24,7 @@ from beamcrawl.transforms.policy.optimal import record_bin
 from beamcrawl.transforms.policy.updatedb import UpdateRules, merge_links_only, merge_url
 from beamcrawl.transforms.policy.urls import UrlPolicy
 from beamcrawl.transforms.runners.runtime import workers_of
-from beamcrawl.transforms.storage import container
+from beamcrawl.transforms.storage import container, datumruns
 from beamcrawl.transforms.storage.databases import DbLayout, DbUpdate
 from beamcrawl.transforms.storage.datumcodec import (datum_score_offset, decode_datum,
                                                      encode_datum, score_at, with_score)
@@ -34,6 +35,8 @@ __all__ = ['UpdateCrawlDb', 'tag_segment_record', 'MapRules', 'merge_counted', '
            'UpdateReducer', 'OLD_INPUT', 'SEGMENT_INPUT']
 
 OLD_INPUT, SEGMENT_INPUT = 'old', 'segment'       # the tags of units.Unit
+_DB_KEPT = datumruns.keep_mask(DB_STATUSES)       # old records of other statuses are dropped
+_OLD_KINDS = (OLD, OLD_RAW)
 
 
 def tag_segment_record(record: dict):
@@ -136,15 +139,18 @@ class UpdateMapper(Mapper):
             # No rule looks past the status: the records are split out of their blocks, not
             # decoded (a crawldb without keys files, mapped whole: in our schema, or in another
             # CrawlDatum-shaped one, whose bytes are made ours as encoding them would).
-            statuses = self._statuses
-            for url, status, raw in container.read_datum_keys(unit.path, unit.blocks):
-                status = statuses.get(status)
-                if status is None:              # not a crawldb status: dropped, as old_kept does
-                    continue
-                if raw.__class__ is bytes:
-                    yield url, (OLD_RAW, raw, status)
-                else:                           # a record encode_datum leaves to fastavro
-                    yield from self.old_item(raw, None, False, counts)
+            blocks = container.read_datum_blocks(unit.path, unit.blocks)
+            if not datumruns.available():
+                for _, _, keys in blocks:
+                    yield from self._old_pairs(keys(), counts)
+                return
+            # In C: each block's records made ours and cut into the partitions as runs of
+            # bytes, never Python objects (storage/datumruns.py)
+            conv = datumruns.conversion(container.read_header(unit.path).schema)
+            for count, data, keys in blocks:
+                yield None, datumruns.RunSource(
+                    data, count, conv, _DB_KEPT,
+                    functools.partial(self._old_pairs, keys(), counts))
             return
         raw_ok = old and rules.keeps_urls
         encode = not unit.raw_ok
@@ -160,6 +166,18 @@ class UpdateMapper(Mapper):
             kept = rules.apply(tagged[0], record, counts)
             if kept is not None:
                 yield kept['url'], (tagged[0], kept)
+
+    def _old_pairs(self, keys, counts):
+        """(url, item) of read_datum_keys' (url, status, bytes or dict) of crawldb records."""
+        statuses = self._statuses
+        for url, status, raw in keys:
+            status = statuses.get(status)
+            if status is None:                  # not a crawldb status: dropped, as old_kept does
+                continue
+            if raw.__class__ is bytes:
+                yield url, (OLD_RAW, raw, status)
+            else:                               # a record encode_datum leaves to fastavro
+                yield from self.old_item(raw, None, False, counts)
 
     def old_item(self, record, raw, raw_ok, counts, encode=False):
         kept = self.rules.old_kept(record, counts)
@@ -221,6 +239,13 @@ class UpdateReducer(JoinReducer):
         rules = self.map_rules
         plain = self._plain()
         for url, status, raw, record, values in joined:
+            if values is not None and values[0][0] in _OLD_KINDS:
+                # old records among the new items: a crawldb block the map could not hand
+                # over as bytes (storage/datumruns.py), merged with any the join found
+                if raw is not None and status in DB_STATUSES:
+                    values = [(OLD_RAW, raw, status)] + values
+                self._write_group(url, values, out, counts, statuses)
+                continue
             if plain and raw is not None:
                 if values is None:                                # the usual case, inlined
                     if status in DB_STATUSES:
@@ -266,27 +291,31 @@ class UpdateReducer(JoinReducer):
     def write_grouped(self, groups, out, counts):
         statuses = collections.Counter()
         for url in sorted(groups):
-            values = groups[url]
-            if len(values) == 1 and values[0][0] == OLD_RAW:
-                statuses[values[0][2]] += 1
-                out.write_raw(values[0][1], url, values[0][2])
-                continue
-            first = values[0]
-            # The old record comes first (old units precede the segment's); the map kept it
-            # as it is, so an update of links alone patches its score, as write_joined does.
-            if first[0] == OLD_RAW and len(values) > 1 and \
-                    self._write_links_only(url, first[2], first[1], values[1:], out, counts):
-                continue
-            olds, news = [], []
-            for value in values:
-                if value[0] == OLD_RAW:
-                    olds.append(self.decode(value[1]))
-                elif value[0] == OLD:
-                    olds.append(value[1])
-                else:
-                    news.append(value)
-            self._merge(url, olds, news, out, counts)
+            self._write_group(url, groups[url], out, counts, statuses)
         _count_unchanged(statuses, counts)
+
+    def _write_group(self, url, values, out, counts, statuses):
+        """Writes one URL from its items, old records first (old units precede the
+        segment's); an unchanged old record is counted in `statuses`."""
+        if len(values) == 1 and values[0][0] == OLD_RAW:
+            statuses[values[0][2]] += 1
+            out.write_raw(values[0][1], url, values[0][2])
+            return
+        first = values[0]
+        # The map kept the old record as it is, so an update of links alone patches its
+        # score, as write_joined does.
+        if first[0] == OLD_RAW and len(values) > 1 and \
+                self._write_links_only(url, first[2], first[1], values[1:], out, counts):
+            return
+        olds, news = [], []
+        for value in values:
+            if value[0] == OLD_RAW:
+                olds.append(self.decode(value[1]))
+            elif value[0] == OLD:
+                olds.append(value[1])
+            else:
+                news.append(value)
+        self._merge(url, olds, news, out, counts)
 
 
 def _count_unchanged(statuses, counts):

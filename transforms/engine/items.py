@@ -8,7 +8,15 @@ An item is a plain tuple whose first element, a small int, says what it is:
   (SEED, key, datum)            inject: a seed line's record; key = (file index, line number)
   (SEED_RAW, key, bytes, status)  inject: the same record, encoded in the map (the usual new
                                 URL is then written as those bytes, never pickled as a dict)
-  (FETCH | LINK | SIGNATURE, record)   updatedb: a crawl_fetch or crawl_parse record
+  (FETCH | LINK | SIGNATURE, record)   updatedb: a crawl_fetch or crawl_parse record, a dict,
+                                or its encoding in the crawldb's schema (decoded in the reduce,
+                                where the merge needs it: transforms/updatedb.py)
+
+RUNS: a mapper may yield (None, source) instead of a (url, item) pair: `source.partition(n)`
+gives a block's records as n runs of bytes, already encoded as the output's and cut by URL
+(storage/datumruns.py RunSource), which the engine spills as they are and the reducer sorts
+and joins (engine/reducers.py JoinReducer); or None, and then `source.items()` gives its
+(url, item) pairs.
 
 Plain tuples, not NamedTuples or dataclasses: items are made, pickled into spill files and
 unpickled once per record, and a NamedTuple costs about 3.5 µs more per item than a tuple for

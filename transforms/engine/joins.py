@@ -53,19 +53,21 @@ def join_sorted(old: Iterable[Entry], groups: Dict[str, list]) -> Iterator[Joine
 
 
 def join_keyed(part: keysfile.KeyedPart, groups: Dict[str, list], out: partwriter.PartWriter,
-               copied: MutableSequence[int]) -> Iterator[Joined]:
+               copied: MutableSequence[int], blocks: Optional[Iterable] = None
+               ) -> Iterator[Joined]:
     """join_sorted for an old part with its keys file (sorted by URL: the caller checks),
     when every old record that no group names is copied unchanged: such records are not
     yielded but written to `out` here, a run at a time (PartWriter.write_run), as the join
     reaches them, so that the caller's writes of the yielded entries stay in URL order. Their
     status indexes (into part.keys.statuses) are appended to `copied`. Yields (url, status,
     raw, None, items) for an old record with a group, (url, None, None, None, items) for a
-    group with no old record."""
+    group with no old record. `blocks`: the part's (first record, records, bytes), when they
+    are not read from its file (a sorted run of the map's old records: storage/datumruns.py)."""
     keys = part.keys
     urls, index, statuses, lengths = keys.urls, keys.status_index, keys.statuses, keys.lengths
     new = sorted(groups)
     n, k = len(new), 0
-    for first, count, data in keysfile.keyed_blocks(part):
+    for first, count, data in (keysfile.keyed_blocks(part) if blocks is None else blocks):
         view = memoryview(data)
         j, pos, last = first, 0, first + count
         while j < last:

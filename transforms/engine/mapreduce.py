@@ -7,12 +7,14 @@
 * The map side (a `Mapper`) turns each record into (url, item) pairs; items are collected per
   partition (crc32(url) mod N, policy/partition.py) and written as one spill file per unit into
   a scratch directory beside the version being written (on the crawl directory's filesystem:
-  every worker of a cluster reads it), one pickle per partition. Only (partition, file, byte
-  range) tuples cross Beam's shuffle: moving the records themselves through the local runner's
+  every worker of a cluster reads it), one pickle per partition. A mapper may also hand over
+  records already encoded as the output's, which are cut into the partitions in C as runs of
+  bytes (engine/items.py RUNS: a crawldb mapped whole), a span of their own beside the pickle.
+  Only (partition, file, byte range, kind) tuples cross Beam's shuffle: moving the records themselves through the local runner's
   shuffle costs more than all the rest (docs/performance.md); one file per unit, not per unit
   and partition, keeps an object store's object count in check (docs/scaling.md).
 * The reduce side (a `Reducer`) gets, for one partition, every item of every URL (a dict
-  url → [items]) and writes that partition's part file itself; every partition is reduced,
+  url → [items]), and the partition's runs when there are any (`runs=`), and writes that partition's part file itself; every partition is reduced,
   also one that received nothing, so a database always has parts 0..N-1.
 
 File names are deterministic (one per unit), so a retried bundle rewrites the same files.
@@ -39,6 +41,11 @@ from beamcrawl.transforms.storage.fs import part_file
 from beamcrawl.transforms.storage.partwriter import named
 
 __all__ = ['MapReduce']
+
+
+# What a spill file's span holds: a pickled list of (url, item), or records as runs of bytes
+# (engine/items.py RUNS), which only a reducer that takes them (JoinReducer) is given.
+_PICKLED, _RUN = 0, 1
 
 
 class _NoGC:
@@ -70,11 +77,23 @@ class _MapUnitFn(beam.DoFn):
         counts = metrics.BundleCounts()
         n = self.partitions
         buckets: List[list] = [[] for _ in range(n)]
+        runs: List[list] = [[] for _ in range(n)]
         crc32 = zlib.crc32
         with _NoGC():
             for url, item in self.mapper.map(unit, counts):
-                # partition(url, n) of policy/partition.py, inlined: this runs per record
-                buckets[crc32(url.encode('utf-8')) % n].append((url, item))
+                if url is None:         # records as runs of bytes (engine/items.py)
+                    parted = item.partition(n)
+                    if parted is not None:
+                        for index, run in enumerate(parted[0]):
+                            if run:
+                                runs[index].append(run)
+                        continue
+                    pairs = item.items()
+                else:
+                    pairs = ((url, item),)
+                for url, item in pairs:
+                    # partition(url, n) of policy/partition.py, inlined: this runs per record
+                    buckets[crc32(url.encode('utf-8')) % n].append((url, item))
         counts.flush()
         # One spill file per unit, the partitions one after the other: on an object store a
         # file per unit and partition would be units × partitions objects (docs/scaling.md).
@@ -84,20 +103,23 @@ class _MapUnitFn(beam.DoFn):
             with fs.create(path) as f:
                 offset = 0
                 for index, items in enumerate(buckets):
-                    if not items:
-                        continue
-                    data = pickle.dumps(items, protocol=pickle.HIGHEST_PROTOCOL)
-                    f.write(data)
-                    spans.append((index, offset, len(data)))
-                    offset += len(data)
-                    buckets[index] = None
+                    parts = [(_RUN, b''.join(runs[index]))]
+                    if items:
+                        parts.append((_PICKLED, pickle.dumps(items,
+                                                             protocol=pickle.HIGHEST_PROTOCOL)))
+                    for kind, data in parts:
+                        if data:
+                            f.write(data)
+                            spans.append((index, offset, len(data), kind))
+                            offset += len(data)
+                    buckets[index] = runs[index] = None
         except OSError as e:
             raise named(e, path) from e
         metrics.counter(metrics.STORE_SPILLS).inc()
         metrics.counter(metrics.STORE_SPILL_BYTES).inc(offset)
         self.done.add(unit.records or 1)
-        for index, offset, length in spans:
-            yield index, (unit.index, path, offset, length)
+        for index, offset, length, kind in spans:
+            yield index, (unit.index, path, offset, length, kind)
 
 
 class _ReducePartitionFn(beam.DoFn):
@@ -109,11 +131,15 @@ class _ReducePartitionFn(beam.DoFn):
         counts = metrics.BundleCounts()
         with _NoGC():
             groups: Dict[str, list] = {}
-            for _, path, offset, length in sorted(s for s in spills if s is not None):
+            runs = []
+            for _, path, offset, length, kind in sorted(s for s in spills if s is not None):
                 data = fs.store(path).read_range(path, offset, length)
                 if len(data) != length:
                     raise OSError(f'{path}: cut short (read {len(data)} of {length} bytes at '
                                   f'{offset})')
+                if kind == _RUN:
+                    runs.append(data)
+                    continue
                 items = pickle.loads(data)
                 del data
                 for url, value in items:
@@ -124,7 +150,10 @@ class _ReducePartitionFn(beam.DoFn):
                         values.append(value)
                 del items
             path = part_file(self.out_dir, index)
-            self.reducer.reduce(index, groups, path, counts)
+            if runs:
+                self.reducer.reduce(index, groups, path, counts, runs=runs)
+            else:
+                self.reducer.reduce(index, groups, path, counts)
         counts.flush()
         self.done.add(1)
         yield path

@@ -9,7 +9,8 @@ import fastavro
 from beamcrawl.transforms.engine.joins import (Entry, Unsorted, join_keyed, join_sorted,
                                                strictly_sorted)
 from beamcrawl.transforms.engine.units import Unit
-from beamcrawl.transforms.storage import container, keysfile, partwriter
+from beamcrawl.transforms.engine.items import OLD_RAW
+from beamcrawl.transforms.storage import container, datumruns, keysfile, partwriter
 
 __all__ = ['Mapper', 'Reducer', 'JoinReducer']
 
@@ -94,18 +95,36 @@ class JoinReducer(Reducer):
         for record, raw in container.read_records(path, with_raw=raw_ok):
             yield (record, raw) if raw_ok and raw is not None else (self.complete(record), None)
 
-    def reduce(self, index, groups, path, counts):
+    def _join_copying(self, part, groups, path, counts, blocks=None) -> None:
+        """Writes the partition by join_keyed: the old records that no group names copied a
+        run at a time, and counted by status."""
+        copied = bytearray()
+        with partwriter.PartWriter(path, self.schema, keys=True) as out:
+            self.write_joined(join_keyed(part, groups, out, copied, blocks), out, counts)
+        by_status = {status: copied.count(i) for i, status in enumerate(part.keys.statuses)}
+        self.count_copied({s: n for s, n in by_status.items() if n}, counts)
+
+    def reduce(self, index, groups, path, counts, runs=None):
+        """`runs`: the old records the map handed over as runs of bytes (storage/datumruns.py),
+        sorted here and joined like a keyed part; merged into the groups instead when a URL is
+        there twice or the stage would not copy every untouched record."""
+        if runs:
+            run = datumruns.sorted_run(runs)
+            if run.once and self.copies_unchanged(run.keys.statuses):
+                self._join_copying(run, groups, path, counts, run.blocks())
+                return
+            for url, status, raw in reversed(list(run.records())):
+                groups.setdefault(url, []).insert(0, (OLD_RAW, raw, status))
+            with partwriter.PartWriter(path, self.schema, keys=True) as out:
+                self.write_grouped(groups, out, counts)
+            return
         old_path = self.old_parts.get(index)
         if old_path is not None:
             raw_ok = container.read_header(old_path).schema == self._parsed()
             part = keysfile.open_keyed(old_path) if raw_ok else None
             if part is not None and self.copies_unchanged(part.keys.statuses) and \
                     strictly_sorted(part.keys.urls):
-                copied = bytearray()
-                with partwriter.PartWriter(path, self.schema, keys=True) as out:
-                    self.write_joined(join_keyed(part, groups, out, copied), out, counts)
-                by_status = {status: copied.count(i) for i, status in enumerate(part.keys.statuses)}
-                self.count_copied({s: n for s, n in by_status.items() if n}, counts)
+                self._join_copying(part, groups, path, counts)
                 return
             try:
                 with partwriter.PartWriter(path, self.schema, keys=True) as out:

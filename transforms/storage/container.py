@@ -18,12 +18,13 @@ Errors: every malformed input is an InputError naming the file.
 """
 
 import contextlib
+import functools
 import io
 import json
 import os
 import stat
 import zlib
-from typing import Iterator, List, NamedTuple, Optional, Tuple, Union
+from typing import Callable, Iterator, List, NamedTuple, Optional, Tuple, Union
 
 import fastavro
 from apache_beam.io.filesystem import CompressionTypes
@@ -38,7 +39,7 @@ from beamcrawl.transforms.storage.records import complete_datum
 
 __all__ = ['Header', 'Block', 'MAGIC', 'NATIVE_CODECS', 'check_regular', 'read_header',
            'scan_blocks', 'read_records', 'read_datum_keys', 'splits_datums', 'read_long',
-           'read_block', 'header_of', 'open_part', 'unreadable']
+           'read_block', 'header_of', 'open_part', 'unreadable', 'read_datum_blocks']
 
 MAGIC = b'Obj\x01'
 NATIVE_CODECS = ('null', 'deflate')
@@ -288,6 +289,16 @@ def read_datum_keys(path: str, offsets: List[int]
     records completed (records.complete_datum) are encoded in ours (encode_datum), and a record
     that encode_datum leaves is given as that completed dict instead of bytes (the caller's
     writer encodes it with fastavro, as it would any record)."""
+    for _, _, keys in read_datum_blocks(path, offsets):
+        yield from keys()
+
+
+def read_datum_blocks(path: str, offsets: List[int]
+                      ) -> Iterator[Tuple[int, bytes, Callable[[], Iterator[tuple]]]]:
+    """(record count, data decompressed, `keys`) of the blocks at `offsets` of a part that
+    splits_datums reads; `keys()` gives the block's (url, status, bytes or dict) as
+    read_datum_keys does (for a caller that takes the block's bytes in C where it can:
+    storage/datumruns.py)."""
     with _reading(path), open_part(path) as f:
         header = header_of(f)
         if header.codec not in NATIVE_CODECS:
@@ -296,15 +307,19 @@ def read_datum_keys(path: str, offsets: List[int]
         split_block = split_datums if own else datums_converter(header.schema)
         if split_block is None:
             raise ValueError('not a CrawlDatum-shaped schema')
+
+        def keys(count, data):
+            with _reading(path):
+                split = split_block(data, count)
+                if split is not None:
+                    yield from split
+                elif own:
+                    yield from ((record['url'], record['status'], raw) for record, raw
+                                in _decoded_by_fastavro(data, count, header.schema))
+                else:
+                    for record, _ in _decoded_by_fastavro(data, count, header.schema):
+                        record = complete_datum(record)
+                        raw = encode_datum(record)
+                        yield record['url'], record['status'], record if raw is None else raw
         for count, data in _decompressed_blocks(f, header, offsets):
-            split = split_block(data, count)
-            if split is not None:
-                yield from split
-            elif own:
-                yield from ((record['url'], record['status'], raw) for record, raw
-                            in _decoded_by_fastavro(data, count, header.schema))
-            else:
-                for record, _ in _decoded_by_fastavro(data, count, header.schema):
-                    record = complete_datum(record)
-                    raw = encode_datum(record)
-                    yield record['url'], record['status'], record if raw is None else raw
+            yield count, data, functools.partial(keys, count, data)

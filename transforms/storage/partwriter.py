@@ -11,7 +11,9 @@
 Every write error names its file (an OSError with the path: the command reports it in one line).
 """
 
+import bisect
 import hashlib
+import itertools
 import io
 import json
 import uuid
@@ -162,13 +164,28 @@ class PartWriter(AvroWriter):
 
     def write_run(self, data, keys: Keys, start: int, end: int) -> None:
         """Appends records start..end-1 of a keyed part unchanged: `data` is their bytes, in
-        order (a slice of one block of that part)."""
-        self._buf.write(data)
-        if self._keys is not None:
-            self._keys.extend(keys, start, end)
-        self._count += end - start
-        if self._buf.tell() >= _BLOCK_BYTES:
-            self._block()
+        order (a slice of one block of that part). The blocks end where writing the records
+        one by one would end them, so that the file is the same however it was written."""
+        room = _BLOCK_BYTES - self._buf.tell()
+        if len(data) < room:
+            self._buf.write(data)
+            if self._keys is not None:
+                self._keys.extend(keys, start, end)
+            self._count += end - start
+            return
+        ends = list(itertools.accumulate(keys.lengths[start:end]))     # of each record
+        first, pos = 0, 0
+        while first < len(ends):
+            # the record that fills the block ends it; the rest stays in the buffer
+            last = min(bisect.bisect_left(ends, pos + room, first), len(ends) - 1)
+            self._buf.write(data[pos:ends[last]])
+            if self._keys is not None:
+                self._keys.extend(keys, start + first, start + last + 1)
+            self._count += last + 1 - first
+            first, pos = last + 1, ends[last]
+            if self._buf.tell() >= _BLOCK_BYTES:
+                self._block()
+            room = _BLOCK_BYTES - self._buf.tell()
 
     def _blocked(self, count: int) -> None:
         if self._keys is not None:
