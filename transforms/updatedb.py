@@ -37,18 +37,13 @@ __all__ = ['UpdateCrawlDb', 'tag_segment_record', 'MapRules', 'merge_counted', '
 OLD_INPUT, SEGMENT_INPUT = 'old', 'segment'       # the tags of units.Unit
 _DB_KEPT = datumruns.keep_mask(DB_STATUSES)       # old records of other statuses are dropped
 _OLD_KINDS = (OLD, OLD_RAW)
+_SEGMENT_KINDS = {**{s: FETCH for s in FETCH_STATUSES}, 'linked': LINK, 'signature': SIGNATURE}
 
 
 def tag_segment_record(record: dict):
     """(kind, record) for a crawl_fetch / crawl_parse record; None for kinds not used."""
-    status = record['status']
-    if status in FETCH_STATUSES:
-        return FETCH, record
-    if status == 'linked':
-        return LINK, record
-    if status == 'signature':
-        return SIGNATURE, record
-    return None
+    kind = _SEGMENT_KINDS.get(record['status'])
+    return None if kind is None else (kind, record)
 
 
 class MapRules:
@@ -84,7 +79,16 @@ class MapRules:
         if self.purge_gone and record['status'] == 'db_gone':
             counts.inc(metrics.UPDATEDB_PURGED_GONE)
             return None
-        url = record['url']
+        url = self.kept_url(kind, record['url'], counts)
+        if url is None:
+            return None
+        if url != record['url']:
+            record = dict(record, url=url)
+        return record
+
+    def kept_url(self, kind: int, url: str, counts) -> Optional[str]:
+        """The URL a record of this kind goes on with (normalized when asked), or None when
+        the address policy or the filters drop it (counted)."""
         if kind == LINK and self.policy.denied(url):     # never added, whatever the filters
             counts.inc(metrics.UPDATEDB_DENIED)
             return None
@@ -94,9 +98,7 @@ class MapRules:
             if url is None:
                 counts.inc(metrics.UPDATEDB_DROPPED + reason)
                 return None
-            if url != record['url']:
-                record = dict(record, url=url)
-        return record
+        return url
 
 
 def merge_counted(buckets: Dict[str, list], now: int, rules: UpdateRules, counts
@@ -151,6 +153,15 @@ class UpdateMapper(Mapper):
                 yield None, datumruns.RunSource(
                     data, count, conv, _DB_KEPT,
                     functools.partial(self._old_pairs, keys(), counts))
+            return
+        if not old and unit.blocks and rules.keeps_urls and container.splits_datums(unit.path):
+            # The segment's records travel as their bytes in our schema, decoded in the reduce
+            # only where a merge reads them (a dict pickled and unpickled costs more)
+            kept = rules.kept_url
+            for url, status, raw in container.read_datum_keys(unit.path, unit.blocks):
+                kind = _SEGMENT_KINDS.get(status)
+                if kind is not None and kept(kind, url, counts) is not None:
+                    yield url, (kind, raw)          # raw: a dict where encode_datum left it
             return
         raw_ok = old and rules.keeps_urls
         encode = not unit.raw_ok
@@ -217,7 +228,7 @@ class UpdateReducer(JoinReducer):
     def _merge(self, url, olds, values, out, counts):
         buckets = {OLD: olds, FETCH: [], LINK: [], SIGNATURE: []}
         for kind, record in values:
-            buckets[kind].append(record)
+            buckets[kind].append(record if record.__class__ is dict else decode_datum(record))
         record = merge_counted(buckets, self.now, self.rules, counts)
         if record is not None:
             out.write(record)
@@ -273,12 +284,10 @@ class UpdateReducer(JoinReducer):
         score patched (policy.updatedb.merge_links_only), not decoded and encoded again.
         False when the values hold anything but links and signatures (a fetch, another old
         record) or the record's metadata is not empty."""
-        links = []
-        for kind, record in values:
-            if kind == LINK:
-                links.append(record)
-            elif kind != SIGNATURE:
-                return False
+        if any(kind != LINK and kind != SIGNATURE for kind, _ in values):
+            return False
+        links = [record if record.__class__ is dict else decode_datum(record)
+                 for kind, record in values if kind == LINK]
         offset = datum_score_offset(raw)
         if offset is None:
             return False

@@ -110,7 +110,7 @@ class JoinReducer(Reducer):
         there twice or the stage would not copy every untouched record."""
         if runs:
             run = datumruns.sorted_run(runs)
-            if run.once and self.copies_unchanged(run.keys.statuses):
+            if run.once and self.copies_unchanged(run.statuses()):
                 self._join_copying(run, groups, path, counts, run.blocks())
                 return
             for url, status, raw in reversed(list(run.records())):

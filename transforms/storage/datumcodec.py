@@ -376,6 +376,7 @@ def _c_conv(layout: _Layout) -> tuple:
 
 
 _OWN_CONV = _c_conv(_OWN_LAYOUT)
+_OWN_C_LAYOUT = _c_layout(_OWN_LAYOUT)
 
 
 def _decode_block(data: bytes, count: int, layout: _Layout, complete: bool = False
@@ -801,7 +802,8 @@ class HandDecoder:
 def decode_datum(raw: bytes) -> dict:
     """One encoded record (CRAWL_DATUM_SCHEMA) as fastavro's reader gives it: by hand, or by
     fastavro where decode_datums leaves it (which raises what fastavro raises)."""
-    decoded = decode_datums(raw, 1)
+    decoded = _c.decode(raw, 1, _OWN_C_LAYOUT, False) if _c is not None else \
+        decode_datums(raw, 1)
     if decoded is not None:
         return decoded[0][0]
     return fastavro.schemaless_reader(io.BytesIO(raw), parsed_datum_schema())

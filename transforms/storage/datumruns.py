@@ -69,6 +69,10 @@ class SortedRun(NamedTuple):
     data: bytes
     once: bool
 
+    def statuses(self) -> List[str]:
+        """The statuses its records have."""
+        return [self.keys.statuses[i] for i in set(self.keys.status_index)]
+
     def blocks(self) -> Iterable[Tuple[int, int, bytes]]:
         """(first record, records, their bytes), as keysfile.keyed_blocks gives a part's."""
         return [(0, len(self.keys.urls), self.data)]
