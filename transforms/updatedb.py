@@ -37,6 +37,8 @@ __all__ = ['UpdateCrawlDb', 'tag_segment_record', 'MapRules', 'merge_counted', '
 OLD_INPUT, SEGMENT_INPUT = 'old', 'segment'       # the tags of units.Unit
 _DB_KEPT = datumruns.keep_mask(DB_STATUSES)       # old records of other statuses are dropped
 _OLD_KINDS = (OLD, OLD_RAW)
+_OUTCOME_KEY = {o: metrics.UPDATEDB_OUTCOME + o for o in ('updated', 'notfetching')}
+_STATUS_KEY = {s: metrics.UPDATEDB_STATUS + s for s in DB_STATUSES}
 _SEGMENT_KINDS = {**{s: FETCH for s in FETCH_STATUSES}, 'linked': LINK, 'signature': SIGNATURE}
 
 
@@ -284,17 +286,19 @@ class UpdateReducer(JoinReducer):
         score patched (policy.updatedb.merge_links_only), not decoded and encoded again.
         False when the values hold anything but links and signatures (a fetch, another old
         record) or the record's metadata is not empty."""
-        if any(kind != LINK and kind != SIGNATURE for kind, _ in values):
-            return False
-        links = [record if record.__class__ is dict else decode_datum(record)
-                 for kind, record in values if kind == LINK]
+        links = []
+        for kind, record in values:
+            if kind == LINK:
+                links.append(record if record.__class__ is dict else decode_datum(record))
+            elif kind != SIGNATURE:
+                return False
         offset = datum_score_offset(raw)
         if offset is None:
             return False
         score, outcome = merge_links_only(score_at(raw, offset), links, self.rules)
         out.write_raw(with_score(raw, offset, score), url, status)
-        counts.inc(metrics.UPDATEDB_OUTCOME + outcome)
-        counts.inc(metrics.UPDATEDB_STATUS + status)
+        counts.inc(_OUTCOME_KEY.get(outcome) or metrics.UPDATEDB_OUTCOME + outcome)
+        counts.inc(_STATUS_KEY[status])
         return True
 
     def write_grouped(self, groups, out, counts):

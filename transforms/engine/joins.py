@@ -9,7 +9,7 @@ import itertools
 import operator
 from typing import Dict, Iterable, Iterator, List, MutableSequence, Optional, Tuple
 
-from beamcrawl.transforms.storage import keysfile, partwriter
+from beamcrawl.transforms.storage import keysfile, native, partwriter
 
 __all__ = ['Entry', 'Joined', 'Unsorted', 'join_sorted', 'join_keyed', 'strictly_sorted']
 
@@ -67,11 +67,12 @@ def join_keyed(part: keysfile.KeyedPart, groups: Dict[str, list], out: partwrite
     urls, index, statuses, lengths = keys.urls, keys.status_index, keys.statuses, keys.lengths
     new = sorted(groups)
     n, k = len(new), 0
+    at = _positions(urls, new)                  # where each new URL goes among the old
     for first, count, data in (keysfile.keyed_blocks(part) if blocks is None else blocks):
         view = memoryview(data)
         j, pos, last = first, 0, first + count
         while j < last:
-            t = bisect.bisect_left(urls, new[k], j, last) if k < n else last
+            t = min(max(at[k], j), last) if k < n else last     # bisect_left(urls, new[k], j, last)
             if t > j:                                   # a run that nothing changes
                 size = sum(lengths[j:t])
                 out.write_run(view[pos:pos + size], keys, j, t)
@@ -92,6 +93,13 @@ def join_keyed(part: keysfile.KeyedPart, groups: Dict[str, list], out: partwrite
     while k < n:
         yield new[k], None, None, None, groups[new[k]]
         k += 1
+
+
+def _positions(urls: List[str], new: List[str]) -> List[int]:
+    """bisect_left(urls, key) for each key of `new` (both sorted): in C, one merge pass."""
+    if native.codec is not None:
+        return native.codec.positions(urls, new)
+    return [bisect.bisect_left(urls, key) for key in new]
 
 
 def strictly_sorted(urls: List[str]) -> bool:

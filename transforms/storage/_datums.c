@@ -10,6 +10,9 @@
  *                                             (our schema), _convert_block (another writer's)
  *   partition(data, count, conv, keep, n)     the same records as n runs by crc32(url) mod n,
  *                                             each bytes of (u32 length, raw)...; and counts
+ *   decode_own(raw), score_offset(raw)        one record of our schema: decode_datum,
+ *                                             datum_score_offset
+ *   positions(old, new)                       bisect_left(old, key) for each key of sorted new
  *   sorted_run(runs)                          those runs' records in URL order: urls, status
  *                                             indexes, lengths (u32), their bytes, and whether
  *                                             each URL is there once
@@ -940,6 +943,116 @@ done:
     return result;
 }
 
+/* -- one record of our schema --------------------------------------------------------------- */
+
+static Layout own_layout;
+static int own_set = 0;
+
+static PyObject *set_own(PyObject *self, PyObject *arg)
+{
+    static PyObject *kept = NULL;           /* the statuses' owner, kept alive */
+    if (layout_of(arg, &own_layout) < 0)
+        return NULL;
+    Py_INCREF(arg);
+    Py_XDECREF(kept);
+    kept = arg;
+    own_set = 1;
+    Py_RETURN_NONE;
+}
+
+static PyObject *decode_own(PyObject *self, PyObject *arg)
+{
+    if (!own_set) {
+        PyErr_SetString(PyExc_RuntimeError, "decode_own: set_own first");
+        return NULL;
+    }
+    Py_buffer view;
+    Block b;
+    if (parse_block(arg, &view, &b) < 0)
+        return NULL;
+    PyObject *record = NULL;
+    Py_ssize_t pos = 0;
+    int rc = record_at(&b, &pos, &own_layout, 1, &record);
+    PyBuffer_Release(&view);
+    if (rc < 0)
+        return NULL;
+    if (rc == 0 || pos != b.size) {
+        Py_XDECREF(record);
+        Py_RETURN_NONE;
+    }
+    return record;
+}
+
+/* datum_score_offset: where the score of one encoded record starts, when its metadata is
+ * empty; else None. */
+static PyObject *score_offset(PyObject *self, PyObject *arg)
+{
+    Py_buffer view;
+    Block b;
+    if (parse_block(arg, &view, &b) < 0)
+        return NULL;
+    Py_ssize_t pos = 0, n, score = -1;
+    int64_t v;
+    if (length_at(&b, &pos, 0, &n) == 0) {
+        pos += n;
+        int ok = 1;
+        for (int i = 0; ok && i < 5; i++)       /* status, fetch_time ... retries */
+            ok = varint(&b, &pos, 10, &v) == 0;
+        if (ok && pos + 4 < b.size) {
+            Py_ssize_t at = pos;
+            pos += 4;
+            if (b.d[pos] == 0)
+                pos++;
+            else if (b.d[pos] == 2) {
+                pos++;
+                ok = length_at(&b, &pos, 0, &n) == 0;
+                pos += n;
+            } else
+                ok = 0;
+            if (ok && pos < b.size && b.d[pos] == 0)
+                score = at;
+        }
+    }
+    PyBuffer_Release(&view);
+    if (score < 0)
+        Py_RETURN_NONE;
+    return PyLong_FromSsize_t(score);
+}
+
+/* -- where each new key goes among the old ------------------------------------------------- */
+
+/* bisect_left(old, key) for every key of `new`, both sorted lists of str: one merge pass. */
+static PyObject *positions(PyObject *self, PyObject *args)
+{
+    PyObject *old, *new;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyList_Type, &old, &PyList_Type, &new))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(old), m = PyList_GET_SIZE(new), i = 0;
+    PyObject *out = PyList_New(m);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t k = 0; k < m; k++) {
+        PyObject *key = PyList_GET_ITEM(new, k);
+        while (i < n) {
+            int c = PyUnicode_Compare(PyList_GET_ITEM(old, i), key);
+            if (c == -1 && PyErr_Occurred()) {
+                Py_DECREF(out);
+                return NULL;
+            }
+            if (c >= 0)
+                break;
+            i++;
+        }
+        PyObject *at = PyLong_FromSsize_t(i);
+        if (at == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, k, at);
+    }
+    return out;
+}
+
 /* -- module -------------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
@@ -951,6 +1064,13 @@ static PyMethodDef methods[] = {
      "partition(data, count, conv, keep, n) -> ([n runs], [n counts]) or None"},
     {"sorted_run", sorted_run, METH_VARARGS,
      "sorted_run(runs) -> (urls, status indexes, u32 lengths, data, each URL once)"},
+    {"positions", positions, METH_VARARGS,
+     "positions(old, new) -> [bisect_left(old, key) for key in new], both sorted lists of str"},
+    {"set_own", set_own, METH_O, "set_own(layout): our schema's layout, for decode_own"},
+    {"decode_own", decode_own, METH_O,
+     "decode_own(raw) -> one record of our schema as a dict (every field), or None"},
+    {"score_offset", score_offset, METH_O,
+     "score_offset(raw) -> where the score starts when the metadata is empty, or None"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_datums",

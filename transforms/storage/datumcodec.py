@@ -164,6 +164,8 @@ def datum_score_offset(raw: bytes) -> Optional[int]:
     """Where the score of an encoded record starts, when its metadata is empty (so that
     replacing the score is all an inlinks-only update does to it); else None. `raw` is one
     whole record (a keys file or container.read_records says where it ends)."""
+    if _c is not None:
+        return _c.score_offset(raw)
     try:
         length, pos = _varint_at(raw, 0)
         m = _FIVE_VARINTS.match(raw, pos + length)
@@ -376,7 +378,8 @@ def _c_conv(layout: _Layout) -> tuple:
 
 
 _OWN_CONV = _c_conv(_OWN_LAYOUT)
-_OWN_C_LAYOUT = _c_layout(_OWN_LAYOUT)
+if _c is not None:
+    _c.set_own(_c_layout(_OWN_LAYOUT))
 
 
 def _decode_block(data: bytes, count: int, layout: _Layout, complete: bool = False
@@ -802,10 +805,14 @@ class HandDecoder:
 def decode_datum(raw: bytes) -> dict:
     """One encoded record (CRAWL_DATUM_SCHEMA) as fastavro's reader gives it: by hand, or by
     fastavro where decode_datums leaves it (which raises what fastavro raises)."""
-    decoded = _c.decode(raw, 1, _OWN_C_LAYOUT, False) if _c is not None else \
-        decode_datums(raw, 1)
-    if decoded is not None:
-        return decoded[0][0]
+    if _c is not None:
+        record = _c.decode_own(raw)
+        if record is not None:
+            return record
+    else:
+        decoded = decode_datums(raw, 1)
+        if decoded is not None:
+            return decoded[0][0]
     return fastavro.schemaless_reader(io.BytesIO(raw), parsed_datum_schema())
 
 
