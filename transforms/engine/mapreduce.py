@@ -23,6 +23,7 @@ Mappers and reducers are plain objects (pickled to the workers), written per sta
 """
 
 import gc
+import io
 import pickle
 import typing
 import zlib
@@ -46,6 +47,17 @@ __all__ = ['MapReduce']
 # What a spill file's span holds: a pickled list of (url, item), or records as runs of bytes
 # (engine/items.py RUNS), which only a reducer that takes them (JoinReducer) is given.
 _PICKLED, _RUN = 0, 1
+
+
+def _pickled(items: list) -> bytes:
+    """A spill's items pickled without the pickler's memo: the memo (an entry per object, to
+    pickle a shared object once) cost 1.9 µs an item of updatedb's segment records, against
+    0.24 µs without it (items hold no cycles, and few objects twice)."""
+    buf = io.BytesIO()
+    pickler = pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
+    pickler.fast = True
+    pickler.dump(items)
+    return buf.getvalue()
 
 
 class _NoGC:
@@ -105,8 +117,7 @@ class _MapUnitFn(beam.DoFn):
                 for index, items in enumerate(buckets):
                     parts = [(_RUN, b''.join(runs[index]))]
                     if items:
-                        parts.append((_PICKLED, pickle.dumps(items,
-                                                             protocol=pickle.HIGHEST_PROTOCOL)))
+                        parts.append((_PICKLED, _pickled(items)))
                     for kind, data in parts:
                         if data:
                             f.write(data)

@@ -105,8 +105,10 @@ class UrlPolicy:
         remembered per host: a batch stage asks for the same hosts again and again)."""
         if self.address is None or not host:
             return None
-        return remembered(self.__dict__.setdefault('_denied_hosts', {}), host,
-                          self.address.denied_host, _HOST_CACHE_SIZE)
+        cache = self.__dict__.setdefault('_denied_hosts', {})
+        if host in cache:                   # the usual case, without remembered()'s call
+            return cache[host]
+        return remembered(cache, host, self.address.denied_host, _HOST_CACHE_SIZE)
 
     def outlink_verdict(self, url: str, normalize: bool, filter_urls: bool
                         ) -> Tuple[Optional[str], str]:
