@@ -46,7 +46,7 @@ from beamcrawl.transforms.policy.indexing import INDEXABLE, duplicates_of, origi
 from beamcrawl.transforms.policy.simhash import (SIMHASH_KEY, band_widths, bands, from_hex,
                                                  groups_of_pairs, near_pairs)
 from beamcrawl.transforms.runners.runtime import workers_of
-from beamcrawl.transforms.storage import container, fs, keysfile, partwriter
+from beamcrawl.transforms.storage import container, deflate, fs, keysfile, partwriter
 from beamcrawl.transforms.storage.databases import PARTITIONS_NOTE, DbLayout, DbUpdate
 from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, complete_datum
 
@@ -96,7 +96,7 @@ def _keyed_fetched(part: keysfile.KeyedPart, offsets) -> Iterable[dict]:
                                                for j in range(first, first + count)):
                 _, data = container.read_block(f, block.offset)
                 if header.codec == 'deflate':
-                    data = zlib.decompress(data, -15)
+                    data = deflate.inflate_raw(data)
                 pos = 0
                 for j in range(first, first + count):
                     end = pos + lengths[j]

@@ -227,13 +227,12 @@ class UpdateReducer(JoinReducer):
     def old_items(self, record, raw, counts):
         return UpdateMapper(self.map_rules).old_item(record, raw, raw is not None, counts)
 
-    def _merge(self, url, olds, values, out, counts):
+    def _merged(self, url, olds, values, counts) -> Optional[dict]:
+        """merge_counted of a URL's old records and new items (those as bytes decoded)."""
         buckets = {OLD: olds, FETCH: [], LINK: [], SIGNATURE: []}
         for kind, record in values:
             buckets[kind].append(record if record.__class__ is dict else decode_datum(record))
-        record = merge_counted(buckets, self.now, self.rules, counts)
-        if record is not None:
-            out.write(record)
+        return merge_counted(buckets, self.now, self.rules, counts)
 
     def _plain(self) -> bool:
         """No map rule drops or rewrites an old record (beyond its status being a crawldb
@@ -249,77 +248,94 @@ class UpdateReducer(JoinReducer):
 
     def write_joined(self, joined, out, counts):
         statuses = collections.Counter()
-        rules = self.map_rules
-        plain = self._plain()
+        decide = self.decide
         for url, status, raw, record, values in joined:
-            if values is not None and values[0][0] in _OLD_KINDS:
-                # old records among the new items: a crawldb block the map could not hand
-                # over as bytes (storage/datumruns.py), merged with any the join found
-                if raw is not None and status in DB_STATUSES:
-                    values = [(OLD_RAW, raw, status)] + values
-                self._write_group(url, values, out, counts, statuses)
-                continue
-            if plain and raw is not None:
-                if values is None:                                # the usual case, inlined
-                    if status in DB_STATUSES:
-                        statuses[status] += 1
-                        out.write_raw(raw, url, status)
-                    continue
-                if status in DB_STATUSES and self._write_links_only(url, status, raw, values,
-                                                                    out, counts):
-                    continue
-            if record is None and raw is not None:
-                record = self.decode(raw)
-            kept = rules.old_kept(record, counts) if record is not None else None
-            if values is not None:
-                self._merge(url, [kept] if kept is not None else [], values, out, counts)
-            elif kept is not None:
-                statuses[kept['status']] += 1
-                if kept is record and raw is not None:
-                    out.write_raw(raw, url, status)
-                else:
-                    out.write(kept)
+            written = decide(url, status, raw, record, values, counts, statuses)
+            if written is not None:
+                _put(out, url, written)
         _count_unchanged(statuses, counts)
 
-    def _write_links_only(self, url, status, raw, values, out, counts) -> bool:
-        """A kept crawldb record (as its bytes) whose update brings no fetch: written with its
-        score patched (policy.updatedb.merge_links_only), not decoded and encoded again.
-        False when the values hold anything but links and signatures (a fetch, another old
+    def decide_joined(self, joined, counts):
+        statuses = collections.Counter()
+        decide = self.decide
+        decisions = [decide(url, status, raw, record, values, counts, statuses)
+                     for url, status, raw, record, values in joined]
+        _count_unchanged(statuses, counts)
+        return decisions
+
+    def decide(self, url, status, raw, record, values, counts, statuses):
+        """What the partition holds for one URL of the join (reducers.Joined's fields): None,
+        or (the record's bytes, its status) or (the record, its status); an unchanged old
+        record is also counted in `statuses`."""
+        if values is not None and values[0][0] in _OLD_KINDS:
+            # old records among the new items: a crawldb block the map could not hand
+            # over as bytes (storage/datumruns.py), merged with any the join found
+            if raw is not None and status in DB_STATUSES:
+                values = [(OLD_RAW, raw, status)] + values
+            return self._group_decision(url, values, counts, statuses)
+        if raw is not None and self._plain():
+            if values is None:                                    # the usual case, inlined
+                if status in DB_STATUSES:
+                    statuses[status] += 1
+                    return raw, status
+                return None
+            if status in DB_STATUSES:
+                patched = self._links_only(status, raw, values, counts)
+                if patched is not None:
+                    return patched, status
+        if record is None and raw is not None:
+            record = self.decode(raw)
+        kept = self.map_rules.old_kept(record, counts) if record is not None else None
+        if values is not None:
+            merged = self._merged(url, [kept] if kept is not None else [], values, counts)
+            return None if merged is None else (merged, merged['status'])
+        if kept is not None:
+            statuses[kept['status']] += 1
+            if kept is record and raw is not None:
+                return raw, status
+            return kept, kept['status']
+        return None
+
+    def _links_only(self, status, raw, values, counts) -> Optional[bytes]:
+        """A kept crawldb record (as its bytes) whose update brings no fetch: its bytes with
+        the score patched (policy.updatedb.merge_links_only), not decoded and encoded again.
+        None when the values hold anything but links and signatures (a fetch, another old
         record) or the record's metadata is not empty."""
         links = []
         for kind, record in values:
             if kind == LINK:
                 links.append(record if record.__class__ is dict else decode_datum(record))
             elif kind != SIGNATURE:
-                return False
+                return None
         offset = datum_score_offset(raw)
         if offset is None:
-            return False
+            return None
         score, outcome = merge_links_only(score_at(raw, offset), links, self.rules)
-        out.write_raw(with_score(raw, offset, score), url, status)
         counts.inc(_OUTCOME_KEY.get(outcome) or metrics.UPDATEDB_OUTCOME + outcome)
         counts.inc(_STATUS_KEY[status])
-        return True
+        return with_score(raw, offset, score)
 
     def write_grouped(self, groups, out, counts):
         statuses = collections.Counter()
         for url in sorted(groups):
-            self._write_group(url, groups[url], out, counts, statuses)
+            written = self._group_decision(url, groups[url], counts, statuses)
+            if written is not None:
+                _put(out, url, written)
         _count_unchanged(statuses, counts)
 
-    def _write_group(self, url, values, out, counts, statuses):
-        """Writes one URL from its items, old records first (old units precede the
-        segment's); an unchanged old record is counted in `statuses`."""
+    def _group_decision(self, url, values, counts, statuses):
+        """`decide` for one URL from its items, old records first (old units precede the
+        segment's)."""
         if len(values) == 1 and values[0][0] == OLD_RAW:
             statuses[values[0][2]] += 1
-            out.write_raw(values[0][1], url, values[0][2])
-            return
+            return values[0][1], values[0][2]
         first = values[0]
         # The map kept the old record as it is, so an update of links alone patches its
-        # score, as write_joined does.
-        if first[0] == OLD_RAW and len(values) > 1 and \
-                self._write_links_only(url, first[2], first[1], values[1:], out, counts):
-            return
+        # score, as decide does.
+        if first[0] == OLD_RAW and len(values) > 1:
+            patched = self._links_only(first[2], first[1], values[1:], counts)
+            if patched is not None:
+                return patched, first[2]
         olds, news = [], []
         for value in values:
             if value[0] == OLD_RAW:
@@ -328,7 +344,16 @@ class UpdateReducer(JoinReducer):
                 olds.append(value[1])
             else:
                 news.append(value)
-        self._merge(url, olds, news, out, counts)
+        merged = self._merged(url, olds, news, counts)
+        return None if merged is None else (merged, merged['status'])
+
+
+def _put(out, url, written):
+    """Writes a decision of UpdateReducer.decide: a record's bytes, or a record."""
+    if written[0].__class__ is dict:
+        out.write(written[0])
+    else:
+        out.write_raw(written[0], url, written[1])
 
 
 def _count_unchanged(statuses, counts):

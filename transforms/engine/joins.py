@@ -98,7 +98,7 @@ def join_keyed(part: keysfile.KeyedPart, groups: Dict[str, list], out: partwrite
 def _positions(urls: List[str], new: List[str]) -> List[int]:
     """bisect_left(urls, key) for each key of `new` (both sorted): in C, one merge pass."""
     if native.codec is not None:
-        return native.codec.positions(urls, new)
+        return native.codec.lookup(urls, new)[0]
     return [bisect.bisect_left(urls, key) for key in new]
 
 

@@ -10,12 +10,14 @@
   every worker of a cluster reads it), one pickle per partition. A mapper may also hand over
   records already encoded as the output's, which are cut into the partitions in C as runs of
   bytes (engine/items.py RUNS: a crawldb mapped whole), a span of their own beside the pickle.
-  Only (partition, file, byte range, kind) tuples cross Beam's shuffle: moving the records themselves through the local runner's
-  shuffle costs more than all the rest (docs/performance.md); one file per unit, not per unit
-  and partition, keeps an object store's object count in check (docs/scaling.md).
+  Only (partition, file, byte range, kind) tuples cross Beam's shuffle: moving the records
+  themselves through the local runner's shuffle costs more than all the rest
+  (docs/performance.md); one file per unit, not per unit and partition, keeps an object
+  store's object count in check (docs/scaling.md).
 * The reduce side (a `Reducer`) gets, for one partition, every item of every URL (a dict
-  url → [items]), and the partition's runs when there are any (`runs=`), and writes that partition's part file itself; every partition is reduced,
-  also one that received nothing, so a database always has parts 0..N-1.
+  url → [items]), and the partition's runs when there are any (`runs=`), and writes that
+  partition's part file itself; every partition is reduced, also one that received nothing,
+  so a database always has parts 0..N-1.
 
 File names are deterministic (one per unit), so a retried bundle rewrites the same files.
 Mappers and reducers are plain objects (pickled to the workers), written per stage

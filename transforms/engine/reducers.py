@@ -2,6 +2,7 @@
 Reducer (a partition's groups to a part file); JoinReducer merges with the old database."""
 
 import io
+import itertools
 from typing import Dict, Iterable, Iterator, Optional, Sequence, Tuple
 
 import fastavro
@@ -10,7 +11,7 @@ from beamcrawl.transforms.engine.joins import (Entry, Unsorted, join_keyed, join
                                                strictly_sorted)
 from beamcrawl.transforms.engine.units import Unit
 from beamcrawl.transforms.engine.items import OLD_RAW
-from beamcrawl.transforms.storage import container, datumruns, keysfile, partwriter
+from beamcrawl.transforms.storage import container, datumruns, keysfile, native, partwriter
 
 __all__ = ['Mapper', 'Reducer', 'JoinReducer']
 
@@ -95,14 +96,70 @@ class JoinReducer(Reducer):
         for record, raw in container.read_records(path, with_raw=raw_ok):
             yield (record, raw) if raw_ok and raw is not None else (self.complete(record), None)
 
+    def decide_joined(self, joined, counts) -> Optional[list]:
+        """For the join of a part with its keys (join_keyed's tuples, one per URL with a
+        group): what the partition holds for each URL, None (nothing) or (its record's bytes,
+        status) or (its record, status). A reducer that says (None: it does not) has its
+        partitions merged in C (storage/_datums.c `merge`) rather than by write_joined."""
+        return None
+
     def _join_copying(self, part, groups, path, counts, blocks=None) -> None:
         """Writes the partition by join_keyed: the old records that no group names copied a
         run at a time, and counted by status."""
+        if native.codec is not None and \
+                type(self).decide_joined is not JoinReducer.decide_joined:
+            self._join_merging(part, groups, path, counts, blocks)
+            return
         copied = bytearray()
         with partwriter.PartWriter(path, self.schema, keys=True) as out:
             self.write_joined(join_keyed(part, groups, out, copied, blocks), out, counts)
         by_status = {status: copied.count(i) for i, status in enumerate(part.keys.statuses)}
         self.count_copied({s: n for s, n in by_status.items() if n}, counts)
+
+    def _join_merging(self, part, groups, path, counts, blocks=None) -> None:
+        """_join_copying with the merge in C: the URLs with a group are looked up among the
+        part's (storage/_datums.c `lookup`), decide_joined says what each becomes, and `merge`
+        puts those records in the place of the part's (or where they go), copying the others
+        as they are; the part is written from that at once (PartWriter.write_run)."""
+        keys = part.keys
+        data = b''.join(d for _, _, d in (keysfile.keyed_blocks(part) if blocks is None
+                                          else blocks))
+        new = sorted(groups)
+        at, matched = native.codec.lookup(keys.urls, new)
+        ends = list(itertools.accumulate(keys.lengths))
+        statuses, index = keys.statuses, keys.status_index
+        joined = [(url, statuses[index[i]], data[ends[i] - keys.lengths[i]:ends[i]], None,
+                   groups[url]) if found else (url, None, None, None, groups[url])
+                  for url, i, found in zip(new, at, matched)]
+        decisions = self.decide_joined(joined, counts)
+        table = {status: i for i, status in enumerate(statuses)}
+        out_statuses = list(statuses)
+        raws, status_index = [], bytearray()
+        with partwriter.PartWriter(path, self.schema, keys=True) as out:
+            for decision in decisions:
+                if decision is None:
+                    raws.append(None)
+                    status_index.append(0)
+                    continue
+                raw, status = decision
+                if raw.__class__ is dict:
+                    raw = out.encode(raw)
+                raws.append(raw)
+                i = table.get(status)
+                if i is None:
+                    i = table[status] = len(out_statuses)
+                    out_statuses.append(status)
+                status_index.append(i)
+            if len(out_statuses) > 256:
+                raise ValueError('more than 256 statuses')
+            urls, merged_index, lengths, merged, copied = native.codec.merge(
+                keys.urls, keys.status_index, keys.lengths, data, new, at, matched, raws,
+                status_index)
+            merged_keys = keysfile.Keys(urls, merged_index, out_statuses,
+                                        datumruns.u32_array(lengths), [len(urls)])
+            out.write_run(memoryview(merged), merged_keys, 0, len(urls))
+        self.count_copied({status: copied[i] for i, status in enumerate(statuses)
+                           if copied[i]}, counts)
 
     def reduce(self, index, groups, path, counts, runs=None):
         """`runs`: the old records the map handed over as runs of bytes (storage/datumruns.py),

@@ -12,7 +12,8 @@
  *                                             each bytes of (u32 length, raw)...; and counts
  *   decode_own(raw), score_offset(raw)        one record of our schema: decode_datum,
  *                                             datum_score_offset
- *   positions(old, new)                       bisect_left(old, key) for each key of sorted new
+ *   lookup(old, new), merge(...)              a part's records merged with replacements
+ *   slices(text, lengths)                     a keys file's URLs
  *   sorted_run(runs)                          those runs' records in URL order: urls, status
  *                                             indexes, lengths (u32), their bytes, and whether
  *                                             each URL is there once
@@ -1019,37 +1020,215 @@ static PyObject *score_offset(PyObject *self, PyObject *arg)
     return PyLong_FromSsize_t(score);
 }
 
-/* -- where each new key goes among the old ------------------------------------------------- */
+/* -- a part's records merged with their replacements ----------------------------------------- */
 
-/* bisect_left(old, key) for every key of `new`, both sorted lists of str: one merge pass. */
-static PyObject *positions(PyObject *self, PyObject *args)
+/* (positions, matched): for each URL of sorted `new`, bisect_left(old, url) in sorted `old`,
+ * and whether the old URL there is that URL (a byte each). One merge pass. */
+static PyObject *lookup(PyObject *self, PyObject *args)
 {
     PyObject *old, *new;
     if (!PyArg_ParseTuple(args, "O!O!", &PyList_Type, &old, &PyList_Type, &new))
         return NULL;
     Py_ssize_t n = PyList_GET_SIZE(old), m = PyList_GET_SIZE(new), i = 0;
-    PyObject *out = PyList_New(m);
-    if (out == NULL)
-        return NULL;
+    PyObject *at = PyList_New(m), *matched = PyBytes_FromStringAndSize(NULL, m);
+    if (at == NULL || matched == NULL)
+        goto fail;
+    char *flags = PyBytes_AS_STRING(matched);
     for (Py_ssize_t k = 0; k < m; k++) {
         PyObject *key = PyList_GET_ITEM(new, k);
+        int c = 1;
         while (i < n) {
-            int c = PyUnicode_Compare(PyList_GET_ITEM(old, i), key);
-            if (c == -1 && PyErr_Occurred()) {
-                Py_DECREF(out);
-                return NULL;
-            }
+            c = PyUnicode_Compare(PyList_GET_ITEM(old, i), key);
+            if (c == -1 && PyErr_Occurred())
+                goto fail;
             if (c >= 0)
                 break;
             i++;
         }
-        PyObject *at = PyLong_FromSsize_t(i);
-        if (at == NULL) {
-            Py_DECREF(out);
-            return NULL;
-        }
-        PyList_SET_ITEM(out, k, at);
+        flags[k] = i < n && c == 0;
+        PyObject *pos = PyLong_FromSsize_t(i);
+        if (pos == NULL)
+            goto fail;
+        PyList_SET_ITEM(at, k, pos);
     }
+    PyObject *result = PyTuple_Pack(2, at, matched);
+    Py_DECREF(at);
+    Py_DECREF(matched);
+    return result;
+fail:
+    Py_XDECREF(at);
+    Py_XDECREF(matched);
+    return NULL;
+}
+
+static uint32_t u32_at(const unsigned char *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+
+/* merge(old_urls, old_status, old_lengths, old_data, new_urls, at, matched, raws, status)
+ * -> (urls, status, lengths, data, copied): the old records (sorted by URL; status indexes,
+ * u32 lengths, their bytes) with those of `new_urls` (sorted; `at`, `matched`: lookup's)
+ * put in: raws[k] (bytes, with status index status[k]) replaces the old record of the same
+ * URL or goes in at its place; None removes it. `copied`: per old status index, the old
+ * records kept as they were. */
+static PyObject *merge(PyObject *self, PyObject *args)
+{
+    PyObject *old_urls, *new_urls, *at, *raws;
+    Py_buffer ost, olen, odata, flags, nst;
+    if (!PyArg_ParseTuple(args, "O!y*y*y*O!O!y*O!y*", &PyList_Type, &old_urls, &ost, &olen,
+                          &odata, &PyList_Type, &new_urls, &PyList_Type, &at, &flags,
+                          &PyList_Type, &raws, &nst))
+        return NULL;
+    PyObject *result = NULL, *urls = NULL, *status = NULL, *lengths = NULL, *data = NULL,
+             *copied = NULL;
+    Py_ssize_t n = PyList_GET_SIZE(old_urls), m = PyList_GET_SIZE(new_urls);
+    Py_ssize_t counts[256] = {0};
+    if (ost.len != n || olen.len != 4 * n || PyList_GET_SIZE(at) != m || flags.len != m ||
+        PyList_GET_SIZE(raws) != m || nst.len != m) {
+        PyErr_SetString(PyExc_ValueError, "merge: lists of different lengths");
+        goto done;
+    }
+    const unsigned char *os = ost.buf, *ol = olen.buf, *od = odata.buf, *fl = flags.buf,
+                        *ns = nst.buf;
+    /* sizes first */
+    Py_ssize_t records = n, bytes = odata.len, last = 0;
+    for (Py_ssize_t k = 0; k < m; k++) {
+        PyObject *raw = PyList_GET_ITEM(raws, k);
+        Py_ssize_t pos = PyLong_AsSsize_t(PyList_GET_ITEM(at, k));
+        if (pos == -1 && PyErr_Occurred())
+            goto done;
+        if (pos < last || pos > n || (fl[k] && pos == n) ||
+            (raw != Py_None && !PyBytes_Check(raw))) {
+            PyErr_SetString(PyExc_ValueError, "merge: a bad position or replacement");
+            goto done;
+        }
+        last = pos + (fl[k] ? 1 : 0);               /* each old record matched once */
+        if (fl[k]) {
+            records--;
+            bytes -= u32_at(ol + 4 * pos);
+        }
+        if (raw != Py_None) {
+            records++;
+            bytes += PyBytes_GET_SIZE(raw);
+        }
+    }
+    if (bytes < 0) {
+        PyErr_SetString(PyExc_ValueError, "merge: lengths and data differ");
+        goto done;
+    }
+    urls = PyList_New(records);
+    status = PyBytes_FromStringAndSize(NULL, records);
+    lengths = PyBytes_FromStringAndSize(NULL, 4 * records);
+    data = PyBytes_FromStringAndSize(NULL, bytes);
+    if (urls == NULL || status == NULL || lengths == NULL || data == NULL)
+        goto done;
+    unsigned char *st = (unsigned char *)PyBytes_AS_STRING(status);
+    unsigned char *le = (unsigned char *)PyBytes_AS_STRING(lengths);
+    unsigned char *out = (unsigned char *)PyBytes_AS_STRING(data), *end = out + bytes;
+    Py_ssize_t r = 0, i = 0, k = 0, off = 0;
+#define EMIT(url, s, p, len)                                                          \
+    do {                                                                              \
+        if (r >= records || (len) > end - out) goto mismatch;                         \
+        Py_INCREF(url);                                                               \
+        PyList_SET_ITEM(urls, r, url);                                                \
+        st[r] = (s);                                                                  \
+        le[4 * r] = (len) & 0xFF; le[4 * r + 1] = ((len) >> 8) & 0xFF;                \
+        le[4 * r + 2] = ((len) >> 16) & 0xFF; le[4 * r + 3] = ((len) >> 24) & 0xFF;   \
+        memcpy(out, (p), (len));                                                      \
+        out += (len);                                                                 \
+        r++;                                                                          \
+    } while (0)
+    while (i < n || k < m) {
+        Py_ssize_t pos = k < m ? PyLong_AsSsize_t(PyList_GET_ITEM(at, k)) : n;
+        if (k < m && pos == i) {                    /* a new record, at the old one's place */
+            PyObject *raw = PyList_GET_ITEM(raws, k);
+            if (raw != Py_None)
+                EMIT(PyList_GET_ITEM(new_urls, k), ns[k],
+                     (const unsigned char *)PyBytes_AS_STRING(raw), (uint32_t)PyBytes_GET_SIZE(raw));
+            if (fl[k]) {                            /* it replaces (or drops) the old one */
+                if (i >= n) goto mismatch;
+                off += u32_at(ol + 4 * i);
+                i++;
+            }
+            k++;
+            continue;
+        }
+        if (i >= n)
+            goto mismatch;
+        uint32_t len = u32_at(ol + 4 * i);           /* an old record no new one names */
+        if (off + (Py_ssize_t)len > odata.len)
+            goto mismatch;
+        EMIT(PyList_GET_ITEM(old_urls, i), os[i], od + off, len);
+        counts[os[i]]++;
+        off += len;
+        i++;
+    }
+#undef EMIT
+    if (r != records || out != end)
+        goto mismatch;
+    copied = PyList_New(256);
+    if (copied == NULL)
+        goto done;
+    for (int j = 0; j < 256; j++) {
+        PyObject *c = PyLong_FromSsize_t(counts[j]);
+        if (c == NULL)
+            goto done;
+        PyList_SET_ITEM(copied, j, c);
+    }
+    result = PyTuple_Pack(5, urls, status, lengths, data, copied);
+    goto done;
+mismatch:
+    PyErr_SetString(PyExc_ValueError, "merge: lengths and data differ");
+done:
+    Py_XDECREF(urls);
+    Py_XDECREF(status);
+    Py_XDECREF(lengths);
+    Py_XDECREF(data);
+    Py_XDECREF(copied);
+    PyBuffer_Release(&ost);
+    PyBuffer_Release(&olen);
+    PyBuffer_Release(&odata);
+    PyBuffer_Release(&flags);
+    PyBuffer_Release(&nst);
+    return result;
+}
+
+/* -- a keys file's URLs --------------------------------------------------------------------- */
+
+/* slices(text, lengths) -> [text[0:l0], text[l0:l0+l1], ...] for u32 lengths (in characters);
+ * ValueError when they run past the text. */
+static PyObject *slices(PyObject *self, PyObject *args)
+{
+    PyObject *text;
+    Py_buffer lengths;
+    if (!PyArg_ParseTuple(args, "Uy*", &text, &lengths))
+        return NULL;
+    Py_ssize_t n = lengths.len / 4, size = PyUnicode_GET_LENGTH(text), pos = 0;
+    const unsigned char *l = lengths.buf;
+    PyObject *out = lengths.len % 4 ? NULL : PyList_New(n);
+    if (out == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "slices: lengths of 4 bytes");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t len = u32_at(l + 4 * i);
+        if (len > size - pos) {
+            PyErr_SetString(PyExc_ValueError, "slices: lengths beyond the text");
+            Py_CLEAR(out);
+            goto done;
+        }
+        PyObject *piece = PyUnicode_Substring(text, pos, pos + len);
+        if (piece == NULL) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        PyList_SET_ITEM(out, i, piece);
+        pos += len;
+    }
+done:
+    PyBuffer_Release(&lengths);
     return out;
 }
 
@@ -1064,8 +1243,12 @@ static PyMethodDef methods[] = {
      "partition(data, count, conv, keep, n) -> ([n runs], [n counts]) or None"},
     {"sorted_run", sorted_run, METH_VARARGS,
      "sorted_run(runs) -> (urls, status indexes, u32 lengths, data, each URL once)"},
-    {"positions", positions, METH_VARARGS,
-     "positions(old, new) -> [bisect_left(old, key) for key in new], both sorted lists of str"},
+    {"lookup", lookup, METH_VARARGS,
+     "lookup(old, new) -> (bisect_left positions, matched flags), both sorted lists of str"},
+    {"merge", merge, METH_VARARGS,
+     "merge(old_urls, old_status, old_lengths, old_data, new_urls, at, matched, raws, status)"},
+    {"slices", slices, METH_VARARGS,
+     "slices(text, u32 lengths) -> the text cut into those lengths (a keys file's URLs)"},
     {"set_own", set_own, METH_O, "set_own(layout): our schema's layout, for decode_own"},
     {"decode_own", decode_own, METH_O,
      "decode_own(raw) -> one record of our schema as a dict (every field), or None"},

@@ -23,7 +23,6 @@ import io
 import json
 import os
 import stat
-import zlib
 from typing import Callable, Iterator, List, NamedTuple, Optional, Tuple, Union
 
 import fastavro
@@ -31,7 +30,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from beamcrawl.transforms.base.errors import InputError
-from beamcrawl.transforms.storage import fs
+from beamcrawl.transforms.storage import deflate, fs
 from beamcrawl.transforms.storage.datumcodec import (HandDecoder, datums_converter,
                                                      datums_decoder, encode_datum,
                                                      parsed_datum_schema, split_datums, varint)
@@ -89,7 +88,7 @@ def _decompressed_blocks(f, header: Header, offsets: List[int]) -> Iterator[Tupl
     for offset in offsets:
         count, data = read_block(f, offset)
         if header.codec == 'deflate':
-            data = zlib.decompress(data, -15)
+            data = deflate.inflate_raw(data)
         yield count, data
 
 

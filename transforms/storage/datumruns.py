@@ -22,7 +22,8 @@ from beamcrawl.transforms.storage.datumcodec import _OWN_CONV, _c_conv, _layout_
 from beamcrawl.transforms.storage.keysfile import Keys
 from beamcrawl.transforms.storage.records import STATUSES
 
-__all__ = ['available', 'conversion', 'keep_mask', 'RunSource', 'SortedRun', 'sorted_run']
+__all__ = ['available', 'conversion', 'keep_mask', 'RunSource', 'SortedRun', 'sorted_run',
+           'u32_array']
 
 
 def available() -> bool:
@@ -91,7 +92,13 @@ def sorted_run(runs: List[bytes]) -> SortedRun:
     """The records of `runs` (RunSource.partition's, of one partition) sorted by URL (by
     UTF-8 bytes: Python's order of the str), those of equal URLs in their runs' order."""
     urls, status_index, lengths, data, once = native.codec.sorted_run(runs)
-    sizes = array.array('I', lengths)          # 4-byte items, as keys files hold them
+    return SortedRun(Keys(urls, status_index, list(STATUSES), u32_array(lengths), [len(urls)]),
+                     data, once)
+
+
+def u32_array(data: bytes) -> array.array:
+    """The array('I') (4-byte items, as keys files hold them) of little-endian u32 bytes."""
+    sizes = array.array('I', data)
     if sys.byteorder != 'little':
         sizes.byteswap()
-    return SortedRun(Keys(urls, status_index, list(STATUSES), sizes, [len(urls)]), data, once)
+    return sizes

@@ -5,17 +5,16 @@ only saves decoding: a keys file whose part was rewritten by something else (ano
 sync marker) or that cannot be read is ignored, and a part without one is decoded.
 
   b'BCKEYS1\n', one JSON line {part_size, sync, records, blocks, statuses, url_bytes}, then
-  zlib(url lengths in characters (uint32 each), record lengths (uint32), status indexes
-  (one byte each), the URLs in UTF-8)
+  in zlib's format (storage/deflate.py): url lengths in characters (uint32 each), record lengths
+  (uint32), status indexes (one byte each), the URLs in UTF-8
 """
 
 import array
 import io
 import json
-import zlib
 from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
 
-from beamcrawl.transforms.storage import fs
+from beamcrawl.transforms.storage import deflate, fs, native
 from beamcrawl.transforms.storage.container import (NATIVE_CODECS, Header, check_regular, header_of,
                                                     open_part, read_long, unreadable)
 
@@ -90,7 +89,7 @@ class KeysBuilder:
         head = {'part_size': part_size, 'sync': sync.hex(), 'records': len(self.urls),
                 'blocks': self.blocks, 'url_bytes': len(blob),
                 'statuses': sorted(self.status_index, key=self.status_index.get)}
-        body = zlib.compress(url_lengths.tobytes() + self.lengths.tobytes()
+        body = deflate.compress(url_lengths.tobytes() + self.lengths.tobytes()
                              + bytes(self.statuses) + blob, 1)
         try:
             fs.write_file(path, _KEYS_MAGIC + json.dumps(head).encode('utf-8') + b'\n' + body,
@@ -110,7 +109,7 @@ def _load_keys(part: str, size: int, sync: bytes) -> Optional[Keys]:
         if head['part_size'] != size or head['sync'] != sync.hex():
             return None
         n = head['records']
-        body = zlib.decompress(data[line_end + 1:])
+        body = deflate.decompress(data[line_end + 1:])
         url_lengths = array.array('I', body[:4 * n])
         lengths = array.array('I', body[4 * n:8 * n])
         status_idx = body[8 * n:9 * n]
@@ -120,12 +119,15 @@ def _load_keys(part: str, size: int, sync: bytes) -> Optional[Keys]:
                 len(body) - 9 * n != head['url_bytes'] or sum(head['blocks']) != n or \
                 (n and max(status_idx) >= len(statuses)):
             return None
-        urls, pos = [], 0
-        for length in url_lengths:
-            urls.append(text[pos:pos + length])
-            pos += length
+        if native.codec is not None:
+            urls = native.codec.slices(text, url_lengths)
+        else:
+            urls, pos = [], 0
+            for length in url_lengths:
+                urls.append(text[pos:pos + length])
+                pos += length
         return Keys(urls, status_idx, statuses, lengths, [int(b) for b in head['blocks']])
-    except (OSError, ValueError, KeyError, TypeError, IndexError, zlib.error):
+    except (OSError, ValueError, KeyError, TypeError, IndexError, deflate.Error):
         return None
 
 
@@ -168,12 +170,12 @@ def keyed_blocks(part: KeyedPart) -> Iterator[Tuple[int, int, bytes]]:
                 if count != expected or len(data) != length or f.read(16) != header.sync:
                     raise ValueError('the part does not match its keys file')
                 if header.codec == 'deflate':
-                    data = zlib.decompress(data, -15)
+                    data = deflate.inflate_raw(data)
                 if sum(keys.lengths[first:first + count]) != len(data):
                     raise ValueError('the part does not match its keys file')
                 yield first, count, data
                 first += count
-    except (OSError, ValueError, EOFError, zlib.error) as e:
+    except (OSError, ValueError, EOFError, deflate.Error) as e:
         raise unreadable(part.path, e) from None
 
 

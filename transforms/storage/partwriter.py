@@ -13,17 +13,16 @@ Every write error names its file (an OSError with the path: the command reports 
 
 import bisect
 import hashlib
-import itertools
 import io
+import itertools
 import json
 import uuid
-import zlib
 from typing import Iterable, Optional
 
 import fastavro
 
 from beamcrawl.transforms.base import metrics
-from beamcrawl.transforms.storage import fs
+from beamcrawl.transforms.storage import deflate, fs
 from beamcrawl.transforms.storage.container import MAGIC, Header
 from beamcrawl.transforms.storage.datumcodec import encoder_for, varint
 from beamcrawl.transforms.storage.keysfile import Keys, KeysBuilder, keys_path
@@ -77,6 +76,15 @@ class AvroWriter:
         except OSError as e:
             raise named(e, self.target) from e
 
+    def encode(self, record: dict) -> bytes:
+        """A record's encoding in the file's schema, as `write` would append it."""
+        raw = self._encode(record) if self._encode is not None else None
+        if raw is None:
+            buf = io.BytesIO()
+            fastavro.schemaless_writer(buf, self.schema, record)
+            raw = buf.getvalue()
+        return raw
+
     def write(self, record: dict) -> int:
         """Encodes and appends a record; returns the size of its encoding."""
         buf = self._buf
@@ -103,8 +111,7 @@ class AvroWriter:
         """Writes the records buffered so far as one block."""
         if not self._count:
             return
-        packer = zlib.compressobj(self.level, zlib.DEFLATED, -15)
-        data = packer.compress(self._buf.getbuffer()) + packer.flush()
+        data = deflate.deflate_raw(self._buf.getbuffer(), self.level)
         block = varint(self._count) + varint(len(data)) + data + self._sync
         try:
             self._file.write(block)
