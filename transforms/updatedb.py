@@ -37,7 +37,8 @@ __all__ = ['UpdateCrawlDb', 'tag_segment_record', 'MapRules', 'merge_counted', '
 OLD_INPUT, SEGMENT_INPUT = 'old', 'segment'       # the tags of units.Unit
 _DB_KEPT = datumruns.keep_mask(DB_STATUSES)       # old records of other statuses are dropped
 _OLD_KINDS = (OLD, OLD_RAW)
-_OUTCOME_KEY = {o: metrics.UPDATEDB_OUTCOME + o for o in ('updated', 'notfetching')}
+_OUTCOME_KEY = {o: metrics.UPDATEDB_OUTCOME + o for o in ('added', 'updated', 'unchanged',
+                                                            'notfetching', 'blocked')}
 _STATUS_KEY = {s: metrics.UPDATEDB_STATUS + s for s in DB_STATUSES}
 _SEGMENT_KINDS = {**{s: FETCH for s in FETCH_STATUSES}, 'linked': LINK, 'signature': SIGNATURE}
 
@@ -110,9 +111,9 @@ def merge_counted(buckets: Dict[str, list], now: int, rules: UpdateRules, counts
     (policy/optimal.py: updatedb keeps the histogram up to date from these counts)."""
     record, outcome = merge_url(buckets[OLD], buckets[FETCH], buckets[LINK], buckets[SIGNATURE],
                                 now, rules)
-    counts.inc(metrics.UPDATEDB_OUTCOME + outcome)
+    counts.inc(_OUTCOME_KEY.get(outcome) or metrics.UPDATEDB_OUTCOME + outcome)
     if record is not None:
-        counts.inc(metrics.UPDATEDB_STATUS + record['status'])
+        counts.inc(_STATUS_KEY.get(record['status']) or metrics.UPDATEDB_STATUS + record['status'])
     if rules.schedule.kind == 'optimal':
         for old in buckets[OLD]:
             counts.inc(metrics.UPDATEDB_RATE_BIN + str(record_bin(old)), -1)

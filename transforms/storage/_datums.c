@@ -10,8 +10,8 @@
  *                                             (our schema), _convert_block (another writer's)
  *   partition(data, count, conv, keep, n)     the same records as n runs by crc32(url) mod n,
  *                                             each bytes of (u32 length, raw)...; and counts
- *   decode_own(raw), score_offset(raw)        one record of our schema: decode_datum,
- *                                             datum_score_offset
+ *   decode_own(raw), encode_own(record),     one record of our schema: decode_datum,
+ *   score_offset(raw)                         encode_datum, datum_score_offset
  *   lookup(old, new), merge(...)              a part's records merged with replacements
  *   slices(text, lengths)                     a keys file's URLs
  *   sorted_run(runs)                          those runs' records in URL order: urls, status
@@ -947,6 +947,7 @@ done:
 /* -- one record of our schema --------------------------------------------------------------- */
 
 static Layout own_layout;
+static PyObject *own_status_index;     /* {status name: index in our enum}, set by set_own */
 static int own_set = 0;
 
 static PyObject *set_own(PyObject *self, PyObject *arg)
@@ -954,6 +955,19 @@ static PyObject *set_own(PyObject *self, PyObject *arg)
     static PyObject *kept = NULL;           /* the statuses' owner, kept alive */
     if (layout_of(arg, &own_layout) < 0)
         return NULL;
+    PyObject *index = PyDict_New();
+    if (index == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < own_layout.nstatus; i++) {
+        PyObject *number = PyLong_FromSsize_t(i);
+        if (number == NULL || PyDict_SetItem(index, own_layout.names[i], number) < 0) {
+            Py_XDECREF(number);
+            Py_DECREF(index);
+            return NULL;
+        }
+        Py_DECREF(number);
+    }
+    Py_XSETREF(own_status_index, index);
     Py_INCREF(arg);
     Py_XDECREF(kept);
     kept = arg;
@@ -1194,6 +1208,175 @@ done:
     return result;
 }
 
+/* -- encode: encode_datum -------------------------------------------------------------------- */
+
+static int put_varint(Out *o, int64_t n)
+{
+    uint64_t z = ((uint64_t)n << 1) ^ (uint64_t)(n >> 63);
+    unsigned char buf[10];
+    int k = 0;
+    while (z > 0x7F) {
+        buf[k++] = (unsigned char)((z & 0x7F) | 0x80);
+        z >>= 7;
+    }
+    buf[k++] = (unsigned char)z;
+    return add(o, buf, k);
+}
+
+/* 1 written, 0 not plain (the caller returns None), -1 an error. */
+static int put_string(Out *o, PyObject *text)
+{
+    if (!PyUnicode_CheckExact(text))
+        return 0;
+    Py_ssize_t n;
+    const char *p = PyUnicode_AsUTF8AndSize(text, &n);
+    if (p == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_UnicodeError))
+            return -1;
+        PyErr_Clear();
+        return 0;
+    }
+    return put_varint(o, n) < 0 || add(o, p, n) < 0 ? -1 : 1;
+}
+
+static int put_long(Out *o, PyObject *n, int64_t lo, int64_t hi)
+{
+    if (!PyLong_CheckExact(n))
+        return 0;
+    int overflow;
+    long long v = PyLong_AsLongLongAndOverflow(n, &overflow);
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    if (overflow || v < lo || v > hi)
+        return 0;
+    return put_varint(o, v) < 0 ? -1 : 1;
+}
+
+/* A field of the record (borrowed), or NULL with no error when it is missing. */
+static PyObject *field(PyObject *record, PyObject *key)
+{
+    return PyDict_GetItemWithError(record, key);
+}
+
+static int encode_into(PyObject *record, Out *o)
+{
+    PyObject *url, *status, *fetch_time, *modified_time, *interval, *retries, *score,
+        *signature, *metadata, *protocol, *http;
+#define GET(var, key) if ((var = field(record, key)) == NULL) return PyErr_Occurred() ? -1 : 0
+    GET(signature, K_SIGNATURE);
+    GET(protocol, K_PROTOCOL_STATUS);
+    GET(http, K_HTTP_CODE);
+    GET(score, K_SCORE);
+    GET(url, K_URL);
+    GET(status, K_STATUS);
+    GET(fetch_time, K_FETCH_TIME);
+    GET(modified_time, K_MODIFIED_TIME);
+    GET(interval, K_FETCH_INTERVAL);
+    GET(retries, K_RETRIES);
+    GET(metadata, K_METADATA);
+#undef GET
+    if (signature != Py_None && !PyBytes_CheckExact(signature))
+        return 0;
+    if (!PyFloat_CheckExact(score) && !PyLong_CheckExact(score))
+        return 0;
+    int rc;
+    if ((rc = put_string(o, url)) <= 0)
+        return rc;
+    if (!PyUnicode_CheckExact(status))
+        return 0;
+    PyObject *index = PyDict_GetItemWithError(own_status_index, status);
+    if (index == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    if (put_varint(o, PyLong_AsLongLong(index)) < 0)
+        return -1;
+    if ((rc = put_long(o, fetch_time, INT64_MIN, INT64_MAX)) <= 0 ||
+        (rc = put_long(o, modified_time, INT64_MIN, INT64_MAX)) <= 0 ||
+        (rc = put_long(o, interval, INT32_MIN, INT32_MAX)) <= 0 ||
+        (rc = put_long(o, retries, INT32_MIN, INT32_MAX)) <= 0)
+        return rc;
+    double x = PyFloat_CheckExact(score) ? PyFloat_AS_DOUBLE(score) : PyLong_AsDouble(score);
+    if (x == -1.0 && PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+            return -1;
+        PyErr_Clear();
+        return 0;
+    }
+    unsigned char packed[4];
+    if (PyFloat_Pack4(x, (char *)packed, 1) < 0) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+            return -1;
+        PyErr_Clear();
+        return 0;
+    }
+    if (add(o, packed, 4) < 0)
+        return -1;
+    if (signature == Py_None) {
+        if (add_byte(o, 0) < 0)
+            return -1;
+    } else if (add_byte(o, 2) < 0 || put_varint(o, PyBytes_GET_SIZE(signature)) < 0 ||
+               add(o, PyBytes_AS_STRING(signature), PyBytes_GET_SIZE(signature)) < 0)
+        return -1;
+    if (!PyDict_CheckExact(metadata))
+        return 0;
+    Py_ssize_t entries = PyDict_GET_SIZE(metadata);
+    if (entries) {
+        if (put_varint(o, entries) < 0)
+            return -1;
+        Py_ssize_t at = 0;
+        PyObject *key, *value;
+        while (PyDict_Next(metadata, &at, &key, &value))
+            if ((rc = put_string(o, key)) <= 0 || (rc = put_string(o, value)) <= 0)
+                return rc;
+    }
+    if (add_byte(o, 0) < 0)
+        return -1;
+    if (protocol == Py_None) {
+        if (add_byte(o, 0) < 0)
+            return -1;
+    } else if (add_byte(o, 2) < 0 || (rc = put_string(o, protocol)) <= 0)
+        return rc < 0 ? -1 : rc;
+    if (http == Py_None)
+        return add_byte(o, 0) < 0 ? -1 : 1;
+    if (add_byte(o, 2) < 0)
+        return -1;
+    return put_long(o, http, INT32_MIN, INT32_MAX);
+}
+
+/* encode_own(record) -> its bytes in our schema, or None where encode_datum gives None. */
+static PyObject *encode_own(PyObject *self, PyObject *record)
+{
+    if (own_status_index == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "encode_own: set_own first");
+        return NULL;
+    }
+    if (!PyDict_CheckExact(record))
+        Py_RETURN_NONE;
+    Out o = {NULL, 0, 0};
+    int rc = encode_into(record, &o);
+    PyObject *result = rc < 0 ? NULL : rc == 0 ? (Py_INCREF(Py_None), Py_None)
+                                               : PyBytes_FromStringAndSize((const char *)o.p, o.n);
+    PyMem_Free(o.p);
+    return result;
+}
+
+/* with_score(raw, offset, score) -> raw with the 4 bytes at offset the score as a float. */
+static PyObject *with_score(PyObject *self, PyObject *args)
+{
+    Py_buffer raw;
+    Py_ssize_t offset;
+    double score;
+    if (!PyArg_ParseTuple(args, "y*nd", &raw, &offset, &score))
+        return NULL;
+    PyObject *out = NULL;
+    if (offset < 0 || offset > raw.len - 4)
+        PyErr_SetString(PyExc_ValueError, "with_score: no score there");
+    else if ((out = PyBytes_FromStringAndSize(raw.buf, raw.len)) != NULL &&
+             PyFloat_Pack4(score, PyBytes_AS_STRING(out) + offset, 1) < 0)
+        Py_CLEAR(out);
+    PyBuffer_Release(&raw);
+    return out;
+}
+
 /* -- a keys file's URLs --------------------------------------------------------------------- */
 
 /* slices(text, lengths) -> [text[0:l0], text[l0:l0+l1], ...] for u32 lengths (in characters);
@@ -1249,6 +1432,10 @@ static PyMethodDef methods[] = {
      "merge(old_urls, old_status, old_lengths, old_data, new_urls, at, matched, raws, status)"},
     {"slices", slices, METH_VARARGS,
      "slices(text, u32 lengths) -> the text cut into those lengths (a keys file's URLs)"},
+    {"encode_own", encode_own, METH_O,
+     "encode_own(record) -> its bytes in our schema, or None (as encode_datum)"},
+    {"with_score", with_score, METH_VARARGS,
+     "with_score(raw, offset, score) -> the record's bytes with that score"},
     {"set_own", set_own, METH_O, "set_own(layout): our schema's layout, for decode_own"},
     {"decode_own", decode_own, METH_O,
      "decode_own(raw) -> one record of our schema as a dict (every field), or None"},

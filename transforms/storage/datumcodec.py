@@ -111,6 +111,8 @@ def _metadata(metadata: Dict[str, str]) -> bytes:
 def encode_datum(record: dict) -> Optional[bytes]:
     """The record's encoding in CRAWL_DATUM_SCHEMA, byte for byte what fastavro writes; None
     when the record is not plainly typed (encode it with fastavro then)."""
+    if _c is not None:
+        return _c.encode_own(record)
     try:
         signature = record['signature']
         if signature is None:
@@ -192,6 +194,8 @@ def score_at(raw: bytes, offset: int) -> float:
 
 def with_score(raw: bytes, offset: int, score: float) -> bytes:
     """The encoded record with its score (at `offset`, from datum_score_offset) replaced."""
+    if _c is not None:
+        return _c.with_score(raw, offset, score)
     return raw[:offset] + _FLOAT.pack(score) + raw[offset + 4:]
 
 
