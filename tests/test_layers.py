@@ -14,7 +14,8 @@ pytestmark = pytest.mark.unit
 # Lowest first: a module may import its own layer and the layers below it.
 LAYERS = [
     ('base', ['transforms/base/']),
-    ('records', ['transforms/storage/records.py', 'transforms/storage/datumcodec.py']),
+    ('records', ['transforms/storage/records.py', 'transforms/storage/datumcodec.py',
+                 'transforms/storage/native.py']),
     ('policy', ['transforms/policy/']),
     ('storage', ['transforms/storage/']),
     ('runners', ['transforms/runners/']),

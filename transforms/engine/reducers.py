@@ -2,7 +2,6 @@
 Reducer (a partition's groups to a part file); JoinReducer merges with the old database."""
 
 import io
-import itertools
 from typing import Dict, Iterable, Iterator, Optional, Sequence, Tuple
 
 import fastavro
@@ -125,12 +124,9 @@ class JoinReducer(Reducer):
         data = b''.join(d for _, _, d in (keysfile.keyed_blocks(part) if blocks is None
                                           else blocks))
         new = sorted(groups)
-        at, matched = native.codec.lookup(keys.urls, new)
-        ends = list(itertools.accumulate(keys.lengths))
-        statuses, index = keys.statuses, keys.status_index
-        joined = [(url, statuses[index[i]], data[ends[i] - keys.lengths[i]:ends[i]], None,
-                   groups[url]) if found else (url, None, None, None, groups[url])
-                  for url, i, found in zip(new, at, matched)]
+        statuses = keys.statuses
+        joined, at, matched = native.codec.join(keys.urls, list(statuses), keys.status_index,
+                                                keys.lengths, data, new, groups)
         decisions = self.decide_joined(joined, counts)
         table = {status: i for i, status in enumerate(statuses)}
         out_statuses = list(statuses)

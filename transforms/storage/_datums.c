@@ -14,6 +14,7 @@
  *   score_offset(raw)                         encode_datum, datum_score_offset
  *   lookup(old, new), merge(...)              a part's records merged with replacements
  *   slices(text, lengths)                     a keys file's URLs
+ *   scheme_host(url)                          policy/urlparts.py scheme_host's fast path
  *   sorted_run(runs)                          those runs' records in URL order: urls, status
  *                                             indexes, lengths (u32), their bytes, and whether
  *                                             each URL is there once
@@ -611,6 +612,7 @@ typedef struct {
     const unsigned char *url;
     const unsigned char *raw;
     uint32_t url_n, raw_n;
+    Py_ssize_t seq;             /* its place in the runs, which orders equal URLs */
 } Entry;
 
 static int entry_order(const void *a, const void *b)
@@ -624,7 +626,7 @@ static int entry_order(const void *a, const void *b)
         return c;
     if (x->url_n != y->url_n)
         return x->url_n < y->url_n ? -1 : 1;
-    return x->raw < y->raw ? -1 : x->raw > y->raw;      /* stable: input order */
+    return x->seq < y->seq ? -1 : x->seq > y->seq;      /* stable: the runs' order */
 }
 
 static PyObject *sorted_run(PyObject *self, PyObject *args)
@@ -668,6 +670,7 @@ static PyObject *sorted_run(PyObject *self, PyObject *args)
                     e->url_n = (uint32_t)url.n;
                     e->raw = rec.d;
                     e->raw_n = n;
+                    e->seq = k;
                     e->prefix = 0;
                     for (int j = 0; j < 8; j++)
                         e->prefix = e->prefix << 8 | (j < (int)url.n ? url.p[j] : 0);
@@ -1080,6 +1083,80 @@ static uint32_t u32_at(const unsigned char *p)
     return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
 }
 
+/* join(old_urls, statuses, old_status, old_lengths, old_data, new, groups) -> (joined, at,
+ * matched): lookup's positions and flags, and per URL of `new` the tuple engine/joins.py
+ * calls Joined: (url, the old record's status name, its bytes, None, groups[url]), or (url,
+ * None, None, None, groups[url]) where the part has no such URL. */
+static PyObject *join(PyObject *self, PyObject *args)
+{
+    PyObject *old, *statuses, *new, *groups, *pair = NULL, *joined = NULL, *at, *matched;
+    Py_buffer ost, olen, odata;
+    if (!PyArg_ParseTuple(args, "O!O!y*y*y*O!O!", &PyList_Type, &old, &PyList_Type, &statuses,
+                          &ost, &olen, &odata, &PyList_Type, &new, &PyDict_Type, &groups))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(old), m = PyList_GET_SIZE(new);
+    if (ost.len != n || olen.len != 4 * n) {
+        PyErr_SetString(PyExc_ValueError, "join: lists of different lengths");
+        goto done;
+    }
+    PyObject *look = Py_BuildValue("(OO)", old, new);
+    pair = look == NULL ? NULL : lookup(NULL, look);
+    Py_XDECREF(look);
+    if (pair == NULL)
+        goto done;
+    at = PyTuple_GET_ITEM(pair, 0);
+    matched = PyTuple_GET_ITEM(pair, 1);
+    const char *flags = PyBytes_AS_STRING(matched);
+    const unsigned char *st = ost.buf, *le = olen.buf, *d = odata.buf;
+    joined = PyList_New(m);
+    if (joined == NULL)
+        goto done;
+    Py_ssize_t i = 0, off = 0;
+    for (Py_ssize_t k = 0; k < m; k++) {
+        PyObject *url = PyList_GET_ITEM(new, k), *values = PyDict_GetItemWithError(groups, url);
+        if (values == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetObject(PyExc_KeyError, url);
+            goto fail;
+        }
+        Py_ssize_t pos = PyLong_AsSsize_t(PyList_GET_ITEM(at, k));
+        for (; i < pos; i++)                        /* the bytes of the records before it */
+            off += u32_at(le + 4 * i);
+        PyObject *entry;
+        if (flags[k]) {
+            uint32_t len = u32_at(le + 4 * i);
+            if (off + (Py_ssize_t)len > odata.len || st[i] >= PyList_GET_SIZE(statuses)) {
+                PyErr_SetString(PyExc_ValueError, "join: lengths and data differ");
+                goto fail;
+            }
+            PyObject *raw = PyBytes_FromStringAndSize((const char *)d + off, len);
+            entry = raw == NULL ? NULL : PyTuple_Pack(5, url, PyList_GET_ITEM(statuses, st[i]),
+                                                      raw, Py_None, values);
+            Py_XDECREF(raw);
+        } else
+            entry = PyTuple_Pack(5, url, Py_None, Py_None, Py_None, values);
+        if (entry == NULL)
+            goto fail;
+        PyList_SET_ITEM(joined, k, entry);
+    }
+    PyObject *result = PyTuple_Pack(3, joined, at, matched);
+    Py_DECREF(joined);
+    joined = NULL;
+    Py_CLEAR(pair);
+    PyBuffer_Release(&ost);
+    PyBuffer_Release(&olen);
+    PyBuffer_Release(&odata);
+    return result;
+fail:
+    Py_CLEAR(joined);
+done:
+    Py_XDECREF(pair);
+    PyBuffer_Release(&ost);
+    PyBuffer_Release(&olen);
+    PyBuffer_Release(&odata);
+    return NULL;
+}
+
 /* merge(old_urls, old_status, old_lengths, old_data, new_urls, at, matched, raws, status)
  * -> (urls, status, lengths, data, copied): the old records (sorted by URL; status indexes,
  * u32 lengths, their bytes) with those of `new_urls` (sorted; `at`, `matched`: lookup's)
@@ -1415,6 +1492,77 @@ done:
     return out;
 }
 
+/* -- a URL's scheme and host ---------------------------------------------------------------- */
+
+static PyObject *ascii_lower(const char *p, Py_ssize_t n)
+{
+    PyObject *out = PyUnicode_New(n, 127);
+    if (out == NULL)
+        return NULL;
+    Py_UCS1 *q = PyUnicode_1BYTE_DATA(out);
+    for (Py_ssize_t i = 0; i < n; i++)
+        q[i] = p[i] >= 'A' && p[i] <= 'Z' ? p[i] + 32 : p[i];
+    return out;
+}
+
+static int scheme_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '+' || c == '.' || c == '-';
+}
+
+static int host_char(char c)
+{
+    return c != ':' && c != '/' && c != '?' && c != '#' && c != '[' && c != ']' && c != '@';
+}
+
+/* scheme_host(url) -> (scheme, host) lowercased for an ASCII URL of the usual form, exactly as
+ * policy/urlparts.py scheme_host's fast path (its regex) gives them; None for any other URL
+ * (the caller's Python then decides). */
+static PyObject *scheme_host(PyObject *self, PyObject *url)
+{
+    if (!PyUnicode_Check(url) || !PyUnicode_IS_ASCII(url))
+        Py_RETURN_NONE;
+    const char *u = (const char *)PyUnicode_1BYTE_DATA(url);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(url), i = 0;
+    if (n == 0 || !((u[0] >= 'a' && u[0] <= 'z') || (u[0] >= 'A' && u[0] <= 'Z')))
+        Py_RETURN_NONE;
+    while (i < n && scheme_char(u[i]))
+        i++;
+    if (n - i < 3 || u[i] != ':' || u[i + 1] != '/' || u[i + 2] != '/')
+        Py_RETURN_NONE;
+    Py_ssize_t p = i + 3, q = p, start = p, end;
+    while (q < n && u[q] != '@' && u[q] != '/' && u[q] != '?' && u[q] != '#')
+        q++;
+    end = -1;
+    if (q < n && u[q] == '@') {                 /* user information, then the host */
+        Py_ssize_t h = q + 1;
+        while (h < n && host_char(u[h]))
+            h++;
+        if (h > q + 1) {
+            start = q + 1;
+            end = h;
+        }
+    }
+    if (end < 0) {                              /* the host right after '//' */
+        Py_ssize_t h = p;
+        while (h < n && host_char(u[h]))
+            h++;
+        if (h == p)
+            Py_RETURN_NONE;
+        start = p;
+        end = h;
+    }
+    if (end < n && u[end] != ':' && u[end] != '/' && u[end] != '?' && u[end] != '#')
+        Py_RETURN_NONE;
+    PyObject *scheme = ascii_lower(u, i), *host = scheme == NULL ? NULL :
+                                                    ascii_lower(u + start, end - start);
+    PyObject *result = host == NULL ? NULL : PyTuple_Pack(2, scheme, host);
+    Py_XDECREF(scheme);
+    Py_XDECREF(host);
+    return result;
+}
+
 /* -- module -------------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
@@ -1428,6 +1576,8 @@ static PyMethodDef methods[] = {
      "sorted_run(runs) -> (urls, status indexes, u32 lengths, data, each URL once)"},
     {"lookup", lookup, METH_VARARGS,
      "lookup(old, new) -> (bisect_left positions, matched flags), both sorted lists of str"},
+    {"join", join, METH_VARARGS,
+     "join(old_urls, statuses, old_status, old_lengths, old_data, new, groups)"},
     {"merge", merge, METH_VARARGS,
      "merge(old_urls, old_status, old_lengths, old_data, new_urls, at, matched, raws, status)"},
     {"slices", slices, METH_VARARGS,
@@ -1436,6 +1586,8 @@ static PyMethodDef methods[] = {
      "encode_own(record) -> its bytes in our schema, or None (as encode_datum)"},
     {"with_score", with_score, METH_VARARGS,
      "with_score(raw, offset, score) -> the record's bytes with that score"},
+    {"scheme_host", scheme_host, METH_O,
+     "scheme_host(url) -> (scheme, host) lowercased for the usual form of URL, or None"},
     {"set_own", set_own, METH_O, "set_own(layout): our schema's layout, for decode_own"},
     {"decode_own", decode_own, METH_O,
      "decode_own(raw) -> one record of our schema as a dict (every field), or None"},
