@@ -38,6 +38,9 @@ setup_venv() {  # $1: pip extras, e.g. "[test]"
   step "installing beamcrawl$1 into $venv"
   "$venv/bin/python" -m pip install --quiet --upgrade pip
   "$venv/bin/python" -m pip install --quiet -e ".$1"
+  # An editable install leaves beamcrawl's own modules uncompiled; compiled once here, every
+  # command starts without compiling them (also where PYTHONDONTWRITEBYTECODE is set)
+  "$venv/bin/python" -m compileall -q -j 0 pipelines transforms >/dev/null
 }
 
 if [ "${1:-}" = "--test" ]; then

@@ -26,6 +26,7 @@ Mappers and reducers are plain objects (pickled to the workers), written per sta
 
 import gc
 import io
+import logging
 import pickle
 import typing
 import zlib
@@ -38,12 +39,14 @@ from beamcrawl.transforms.base import metrics, progress
 from beamcrawl.transforms.engine.reducers import Mapper, Reducer
 from beamcrawl.transforms.engine.units import Unit, spread
 from beamcrawl.transforms.runners.runtime import workers_of
-from beamcrawl.transforms.storage import fs
+from beamcrawl.transforms.storage import fs, native
 from beamcrawl.transforms.storage.databases import PARTITIONS_NOTE, DbUpdate
 from beamcrawl.transforms.storage.fs import part_file
 from beamcrawl.transforms.storage.partwriter import named
 
 __all__ = ['MapReduce']
+
+log = logging.getLogger('beamcrawl')
 
 
 # What a spill file's span holds: a pickled list of (url, item), or records as runs of bytes
@@ -172,6 +175,16 @@ class _ReducePartitionFn(beam.DoFn):
         yield path
 
 
+def _say_if_python(said=[]) -> None:  # pylint: disable=dangerous-default-value
+    """Logs once when the codec's C loops are not there (storage/native.py): a stage then
+    takes about twice its CPU."""
+    why = native.missing()
+    if why is not None and not why.startswith('turned off') and not said:
+        said.append(why)
+        log.warning('the C loops of the record codec are %s: the batch stages run in Python, '
+                    'at about half the speed (reinstall beamcrawl with a C compiler at hand)', why)
+
+
 class MapReduce(beam.PTransform):
     """PBegin → PCollection[part file path]: runs `mapper` over `units` and `reducer` over each
     of `partitions` partitions, writing the database version `out` (a DbUpdate:
@@ -192,6 +205,7 @@ class MapReduce(beam.PTransform):
         self.partitions, self.out = partitions, out
 
     def expand(self, before) -> beam.PCollection[str]:
+        _say_if_python()
         self.out.write_note(PARTITIONS_NOTE, str(self.partitions))
         workers = workers_of(before.pipeline)
         after = [] if isinstance(before, beam.pvalue.PBegin) else [beam.pvalue.AsList(before)]

@@ -97,9 +97,10 @@ class JoinReducer(Reducer):
 
     def decide_joined(self, joined, counts) -> Optional[list]:
         """For the join of a part with its keys (join_keyed's tuples, one per URL with a
-        group): what the partition holds for each URL, None (nothing) or (its record's bytes,
-        status) or (its record, status). A reducer that says (None: it does not) has its
-        partitions merged in C (storage/_datums.c `merge`) rather than by write_joined."""
+        group): what the partition holds for each of those URLs, None (nothing) or (its
+        record's bytes, status) or (its record, status). A reducer that has this (the base
+        class has not: None) gets its partitions merged in C (storage/_datums.c `merge`)
+        instead of written by write_joined, which must decide the same."""
         return None
 
     def _join_copying(self, part, groups, path, counts, blocks=None) -> None:
