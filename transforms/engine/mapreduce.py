@@ -97,20 +97,20 @@ class _MapUnitFn(beam.DoFn):
         runs: List[list] = [[] for _ in range(n)]
         crc32 = zlib.crc32
         with _NoGC():
-            for url, item in self.mapper.map(unit, counts):
-                if url is None:         # records as runs of bytes (engine/items.py)
-                    parted = item.partition(n)
-                    if parted is not None:
-                        for index, run in enumerate(parted[0]):
-                            if run:
-                                runs[index].append(run)
-                        continue
-                    pairs = item.items()
-                else:
-                    pairs = ((url, item),)
-                for url, item in pairs:
+            for pair in self.mapper.map(unit, counts):         # (url, item)
+                if pair[0] is not None:
                     # partition(url, n) of policy/partition.py, inlined: this runs per record
-                    buckets[crc32(url.encode('utf-8')) % n].append((url, item))
+                    buckets[crc32(pair[0].encode('utf-8')) % n].append(pair)
+                    continue
+                source = pair[1]                    # records as runs of bytes (items.py)
+                parted = source.partition(n)
+                if parted is None:
+                    for pair in source.items():
+                        buckets[crc32(pair[0].encode('utf-8')) % n].append(pair)
+                    continue
+                for index, run in enumerate(parted[0]):
+                    if run:
+                        runs[index].append(run)
         counts.flush()
         # One spill file per unit, the partitions one after the other: on an object store a
         # file per unit and partition would be units × partitions objects (docs/scaling.md).
