@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 from typing import List, Optional, Sequence, Tuple
 
 from beamcrawl.transforms.policy.domains import DomainHelper
-from beamcrawl.transforms.policy.refast import searcher
+from beamcrawl.transforms.policy.refast import guard, searcher, tail_searcher
 from beamcrawl.transforms.policy.urlparts import host_of
 
 __all__ = ['RuleError', 'RegexNormalizer', 'RegexFilter']
@@ -33,12 +33,16 @@ class RegexNormalizer:
         self.rules = [(re.compile(_java_regex(p)), s) for p, s in rules]
         self.patterns = [p for p, _ in rules]
         self.source = source
-        # A URL that no rule matches is returned unchanged: one combined search decides that
-        # (7 substitutions per URL cost more than all the rest of normalization). Patterns
-        # with back-references would change meaning when combined, so then it is not used.
-        self._any = None
-        if self.rules and not any(re.search(r'\\[1-9]|\(\?P=', p) for p, _ in rules):
-            self._any = re.compile('|'.join(_java_regex(f'(?:{p})') for p, _ in rules))
+        # A rule is applied only where it can match (its substitution is the URL itself
+        # elsewhere): where the URL holds the characters every match of it holds (refast
+        # `guard`; Nutch's session-id rule needs a `=`), and, for a rule anchored at the end,
+        # where its tail holds a match (refast `searcher`). 7 substitutions, or one search of
+        # all the rules combined, cost more than all the rest of normalization.
+        # A search costs less than a substitution that finds nothing: the substitution runs
+        # only where the search found a match.
+        self._plan = [(regex, substitution, *(guard(regex) or (None, 0)),
+                       tail_searcher(regex) or regex.search)
+                      for regex, substitution in self.rules]
 
     @classmethod
     def parse(cls, text: str, source: str = 'regex-normalize.xml') -> 'RegexNormalizer':
@@ -61,10 +65,11 @@ class RegexNormalizer:
         return cls(rules, source)
 
     def __call__(self, url: str) -> str:
-        if self._any is not None and not self._any.search(url):
-            return url
-        for regex, substitution in self.rules:
-            url = regex.sub(substitution, url)
+        for regex, substitution, char, count, search in self._plan:
+            if char is not None and url.count(char) < count:
+                continue
+            if search(url) is not None:
+                url = regex.sub(substitution, url)
         return url
 
     def explain(self, url: str) -> Tuple[str, List[str]]:
