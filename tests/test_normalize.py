@@ -7,7 +7,7 @@ import pytest
 
 from beamcrawl.transforms.policy import normalize as normalize_module
 from beamcrawl.transforms.policy.normalize import BasicNormalizer
-from beamcrawl.transforms.policy.urlparts import MalformedUrl
+from beamcrawl.transforms.policy.urlparts import MalformedUrl, scheme_host
 
 F = 'http://foo.com'
 W = 'http://www.example.com/a/c/../b/search?q=foobar'
@@ -210,8 +210,15 @@ def test_usual_way_gives_what_every_step_gives(idn, trim):
                 url = url[:at] + rnd.choice('./:@?#%[] \t\nAü\x00-_') + url[at + 1:]
         urls.append(url)
     short, full = BasicNormalizer(idn, trim), BasicNormalizer(idn, trim)
-    usual = 0
+    usual = known = 0
     for url in urls:
         assert _outcome(short, url) == _outcome(full._full, url), url
         usual += normalize_module._USUAL.match(url) is not None
-    assert usual > 2000        # the shorter way was taken often
+        try:
+            normalized, parts = short.with_parts(url)
+        except MalformedUrl:
+            continue
+        if parts is not None:      # the scheme and host, when given, are scheme_host's
+            assert parts == scheme_host(normalized), url
+            known += 1
+    assert usual > 2000 and known > 2000      # the shorter way was taken often
