@@ -21,8 +21,10 @@ class _TailSearch:
         self.regex, self.width = regex, width
 
     def __call__(self, url):
-        # one more character: `$` also matches before a final newline
-        return self.regex.search(url[-self.width - 1:] if len(url) > self.width else url)
+        # one more character: `$` also matches before a final newline. Searching from a
+        # position (a negative one is 0) finds what searching the slice finds: the pattern
+        # looks at no character before its match (_tail_width).
+        return self.regex.search(url, len(url) - self.width - 1)
 
 
 class _AnyChar:

@@ -105,6 +105,9 @@ class RegexFilter:
         self.rules = [(sign, searcher(re.compile(_search_pattern(_java_regex(p)))), scope)
                       for sign, p, scope in rules]
         self.domains = domains
+        # Without `>` blocks, the first rule that matches decides: searched in a plain loop.
+        self._searches = (None if any(scope is not None for _, _, scope in self.rules)
+                          else [search for _, search, _ in self.rules])
         # What filterchecker names as the rule that decided: `file:line: +pattern`.
         self.texts = [f'{source}:{line}: ' if line else f'{source}: '
                       for line in (list(lines) or [0] * len(rules))]
@@ -152,6 +155,13 @@ class RegexFilter:
 
     def _deciding(self, url: str) -> Optional[int]:
         """The index of the first rule that applies to the URL and matches it, or None."""
+        if self._searches is not None:
+            n = 0
+            for search in self._searches:
+                if search(url):
+                    return n
+                n += 1
+            return None
         host = domain = None
         for n, (_, regex, scope) in enumerate(self.rules):
             if scope is not None:
