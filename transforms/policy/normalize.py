@@ -113,7 +113,10 @@ class BasicNormalizer:
                 rest = '/'
             elif '/.' in rest or '//' in rest:
                 return self._full(url), None
-            host = self._normalize_host(m.group(2))
+            host = m.group(2)
+            known = self.__dict__.get('_hosts')     # _normalize_host's hit, without its calls
+            host = known[host] if known is not None and host in known \
+                else self._normalize_host(host)
             scheme = m.group(1)
             return f'{scheme}://{host}{rest}', ((scheme, host) if host.isascii() else None)
         return self._full(url), None

@@ -113,6 +113,9 @@ class UrlPolicy:
         remembered per host: a batch stage asks for the same hosts again and again)."""
         if self.address is None or not host:
             return None
+        known = self.__dict__.get('_denied_hosts')
+        if known is not None and host in known:     # remembered()'s hit, without its call
+            return known[host]
         return remembered(self.__dict__.setdefault('_denied_hosts', {}), host,
                           self.address.denied_host, _HOST_CACHE_SIZE)
 
