@@ -256,12 +256,20 @@ class InjectReducer(JoinReducer):
             self._write(url, values, [record] if record is not None else [], out, counts)
 
     def write_grouped(self, groups, out, counts):
+        new = 0             # new URLs with one seed (_write's first case), counted at the end
+        write_raw = out.write_raw
         for url in sorted(groups):
             values = groups[url]
-            if len(values) == 1 and values[0][0] == OLD_RAW:
-                if self._kept(values[0][2], counts):
-                    out.write_raw(values[0][1], url, values[0][2])
-                continue
+            if len(values) == 1:
+                value = values[0]
+                if value[0] == SEED_RAW:
+                    new += 1
+                    write_raw(value[2], url, value[3])
+                    continue
+                if value[0] == OLD_RAW:
+                    if self._kept(value[2], counts):
+                        write_raw(value[1], url, value[2])
+                    continue
             seeds, olds = [], []
             for value in values:
                 if value[0] == SEED or value[0] == SEED_RAW:
@@ -271,6 +279,8 @@ class InjectReducer(JoinReducer):
                 else:
                     olds.append(value[1])
             self._write(url, seeds, olds, out, counts)
+        counts.inc(metrics.INJECT_NEW, new)
+        counts.inc(metrics.CRAWLDB_RECORDS, new)
 
 
 # A seed line costs about as much as this many crawldb records (it is normalized and filtered),
