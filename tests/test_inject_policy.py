@@ -1,5 +1,9 @@
 """Seed line grammar and the Injector's merge table, without Beam."""
 
+import math
+import random
+import re
+
 import pytest
 
 from beamcrawl.transforms.policy.inject import (InjectRules, SeedError, SeedLine, injected_datum,
@@ -49,6 +53,87 @@ def test_malformed_seed_lines(line):
         parse_seed_line(line)
 
 
+def _plain_parse(line):
+    """The grammar written plainly (the first version of parse_seed_line): the oracle."""
+    if not line.strip() or line.strip().startswith('#'):
+        return None
+    url, _, meta_text = line.rstrip('\r\n').partition('\t')
+    url = url.strip()
+    if not url:
+        raise SeedError('no URL before the first TAB')
+    if re.search(r'\s', url) and re.search(r'\s+\S+=\S*', url):
+        raise SeedError(f'metadata must be separated by TAB, not spaces: {url!r}')
+    score = interval = modified = fixed_interval = None
+    fixed = False
+    metadata, problems = {}, []
+    for token in meta_text.strip().split('\t') if meta_text.strip() else ():
+        name, sep, value = token.strip().partition('=')
+        if not sep or not name:
+            continue
+        try:
+            if name in ('score', 'nutch.score'):
+                number = float(value)
+                if not math.isfinite(number) or abs(number) > 3.4e38:
+                    raise ValueError(value)
+                score = number
+            elif name in ('fetch_interval', 'nutch.fetchInterval'):
+                if not 0 <= int(value) <= 2 ** 31 - 1:
+                    raise ValueError(value)
+                interval = int(value)
+            elif name == 'fixed_interval':
+                if value.lower() not in ('true', 'yes', '1', 'false', 'no', '0'):
+                    raise ValueError(value)
+                fixed = value.lower() in ('true', 'yes', '1')
+            elif name == 'modified_time':
+                if not 0 <= int(value) < 2 ** 63:
+                    raise ValueError(value)
+                modified = int(value)
+            elif name == 'nutch.fetchInterval.fixed':
+                if int(value) > -1:
+                    if not 0 <= int(value) <= 2 ** 31 - 1:
+                        raise ValueError(value)
+                    fixed_interval = int(value)
+            else:
+                metadata[name] = value
+        except ValueError:
+            problems.append(f'{name}={value!r} is not valid; ignored')
+    if fixed_interval is not None:
+        interval, fixed = fixed_interval, True
+    return SeedLine(url=url, score=score, fetch_interval=interval, fixed=fixed,
+                    modified_time=modified, metadata=tuple(sorted(metadata.items())),
+                    problems=tuple(problems))
+
+
+def _outcome(parse, line):
+    try:
+        return parse(line)
+    except SeedError as e:
+        return 'SeedError', str(e)
+
+
+def test_seed_lines_parsed_as_the_plain_grammar_says():
+    """parse_seed_line against the grammar written plainly, on random lines of URLs,
+    whitespace of every kind and tokens valid and not."""
+    rnd = random.Random(29)
+    urls = ['http://a.test/', 'http://a.test/p q', 'http://a.test/ k=v', 'u', '#x', '', ' ',
+            'http://a.test/\u3000k=v', 'http://a.test/\x1ck=', 'a\u00a0b', 'http://a.test/#f']
+    tokens = ['score=2.5', 'nutch.score=0.779434978', 'score=nan', 'score=1e39', 'score= 3 ',
+              'nutch.fetchInterval=2592000', 'fetch_interval=-5', 'fetch_interval=1_0',
+              'fixed_interval=TRUE', 'fixed_interval=maybe', 'modified_time=42',
+              'modified_time=-1', 'nutch.fetchInterval.fixed=7200',
+              'nutch.fetchInterval.fixed=-1', 'nutch.fetchInterval.fixed=x', 'k=v=w', 'z=',
+              '=x', 'noeq', ' topic = news ', 'b=2', 'a=1', 'b=3', '']
+    spaces = ['', ' ', '\t', '\r', '\n', '\r\n', '\x0b', '\x0c', '\u2028', '  ']
+    lines = []
+    for _ in range(20000):
+        line = rnd.choice(spaces) + rnd.choice(urls)
+        for _ in range(rnd.randrange(4)):
+            line += rnd.choice(['\t', '\t', ' ', '\t\t']) + rnd.choice(tokens)
+        lines.append(line + rnd.choice(spaces))
+    for line in lines:
+        assert _outcome(parse_seed_line, line) == _outcome(_plain_parse, line), repr(line)
+
+
 def test_injected_datum_defaults_and_fixed_interval():
     d = injected_datum('http://a.test/', parse_seed_line('http://a.test/'), RULES, now=1000)
     assert (d['status'], d['fetch_time'], d['fetch_interval'], d['score']) == \
@@ -75,6 +160,31 @@ def _seed(**kw):
 
 def _rules(**kw):
     return InjectRules(**{**RULES.__dict__, **kw})
+
+
+def test_injected_datum_is_crawl_datums_record():
+    """injected_datum writes crawl_datum's record out: the same dict, key order and types,
+    for the seeds of random lines."""
+    rnd = random.Random(7)
+    tokens = ['score=2.5', 'score=3', 'nutch.fetchInterval=60', 'fixed_interval=true',
+              'modified_time=42', 'nutch.fetchInterval.fixed=90', 'a=b', 'z=y', 'score=x']
+    for rules in (RULES, InjectRules(score_injected=2, interval_default=7, overwrite=False,
+                                     update=False, purge_gone=False)):
+        for _ in range(2000):
+            seed = parse_seed_line('\t'.join(['http://a.test/'] + rnd.sample(tokens, 3)))
+            interval = seed.fetch_interval if seed.fetch_interval is not None \
+                else rules.interval_default
+            metadata = dict(seed.metadata)
+            if seed.fixed:
+                metadata['fixedInterval'] = str(float(interval))
+            expected = crawl_datum('http://a.test/', 'db_unfetched', fetch_time=5,
+                                   fetch_interval=interval, metadata=metadata,
+                                   score=seed.score if seed.score is not None
+                                   else rules.score_injected,
+                                   modified_time=seed.modified_time or 0)
+            got = injected_datum('http://a.test/', seed, rules, now=5)
+            assert list(got.items()) == list(expected.items())
+            assert [type(v) for v in got.values()] == [type(v) for v in expected.values()]
 
 
 def test_merge_table():

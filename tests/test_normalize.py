@@ -1,10 +1,13 @@
 """The basic URL normalizer: table tests from the cases of Nutch's own normalizer tests."""
 
 
+import random
+
 import pytest
 
+from beamcrawl.transforms.policy import normalize as normalize_module
 from beamcrawl.transforms.policy.normalize import BasicNormalizer
-from beamcrawl.transforms.policy.urlparts import MalformedUrl
+from beamcrawl.transforms.policy.urlparts import MalformedUrl, scheme_host
 
 F = 'http://foo.com'
 W = 'http://www.example.com/a/c/../b/search?q=foobar'
@@ -164,3 +167,58 @@ def test_one_normalizer_gives_each_case_again_from_its_host_cache():
                 continue
             assert shared(url) == expected
     assert shared._hosts and '_hosts' not in pickle.loads(pickle.dumps(shared)).__dict__
+
+
+def _outcome(fn, url):
+    try:
+        return fn(url)
+    except MalformedUrl as e:
+        return ('MalformedUrl', str(e))
+
+
+# Pieces that take a URL off the usual way, or just to its edge (normalize.py `_USUAL`).
+_SCHEMES = ['http', 'https', 'ftp', 'HTTP', 'Http', 'file', 'mailto', 'gopher', 'http:', 'h']
+_HOSTS = ['a.test', 'WWW.B.Test', 'c.test:80', 'c.test:8080', 'c.test:', 'xn--mnchen-3ya.test',
+          'münchen.test', '127.0.0.1', '0x7f.1', '1.2.3.999', '[::1]', '[::1', 'e.test.', '.',
+          'u@f.test', 'u:p@f.test', 'g%41.test', 'h_i.test', 'a..b.test', '-x.test', '',
+          'x' * 64 + '.test', 'a b.test', 'a\tb', '123']
+_PIECES = ['p', '..', '.', '', 'index.html', 'a b', '%7e', '%zz', '%41', 'x;jsessionid=1', '!',
+           '*', '@', ':', "'", '~', 'ü', '\x01', '|', '"', '{', '[', '.hidden', 'a..b', '...']
+_TAILS = ['', '?', '?a=1', '?a=1&&b=2', '?a//b', '?a/./b', '?x=%20', '?a b', '?%41', '#', '#f',
+          '#a?b', '?q#f', ' ', '\n', '\t', '\r\n', '\x0c', '\u3000', '\u00a0']
+
+
+@pytest.mark.parametrize('idn,trim', [('', False), ('toAscii', False), ('toUnicode', True)])
+def test_usual_way_gives_what_every_step_gives(idn, trim):
+    """__call__'s shorter way for the usual URL against _full (every step) on random URLs
+    built of pieces that fall on both sides of its pattern, and on the cases above: the same
+    URL or the same error."""
+    rnd = random.Random(46)
+    urls = [url for url, _ in BASIC_CASES]
+    for _ in range(20000):
+        if rnd.random() < 0.5:      # anything
+            path = '/'.join(rnd.choice(_PIECES) for _ in range(rnd.randrange(4)))
+            url = (rnd.choice(['', ' ', '\t']) + rnd.choice(_SCHEMES)
+                   + rnd.choice(['://', ':/', ':']) + rnd.choice(_HOSTS)
+                   + rnd.choice(['/', '//', '', '/./']) + path + rnd.choice(_TAILS))
+        else:                       # a usual URL, then perhaps one character changed
+            url = (f'{rnd.choice(["http", "https", "ftp"])}://{rnd.choice(_HOSTS[:2])}/'
+                   + '/'.join(rnd.choice(['p', 'index.html', '~u', "a!$&'()*+,;=:@b"])
+                              for _ in range(rnd.randrange(3))) + rnd.choice(['', '?a=1&b']))
+            if rnd.random() < 0.7:
+                at = rnd.randrange(len(url) + 1)
+                url = url[:at] + rnd.choice('./:@?#%[] \t\nAü\x00-_') + url[at + 1:]
+        urls.append(url)
+    short, full = BasicNormalizer(idn, trim), BasicNormalizer(idn, trim)
+    usual = known = 0
+    for url in urls:
+        assert _outcome(short, url) == _outcome(full._full, url), url
+        usual += normalize_module._USUAL.match(url) is not None
+        try:
+            normalized, parts = short.with_parts(url)
+        except MalformedUrl:
+            continue
+        if parts is not None:      # the scheme and host, when given, are scheme_host's
+            assert parts == scheme_host(normalized), url
+            known += 1
+    assert usual > 2000 and known > 2000      # the shorter way was taken often

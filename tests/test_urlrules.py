@@ -1,9 +1,12 @@
 """Rule files: the regex normalizer and filter, with the cases of Nutch's own tests."""
 
+import random
+import re
 
 import pytest
 
 from beamcrawl.transforms import settings
+from beamcrawl.transforms.policy import urlrules
 from beamcrawl.transforms.policy.domains import DomainHelper
 from beamcrawl.transforms.policy.urlrules import RegexFilter, RegexNormalizer, RuleError
 
@@ -117,3 +120,69 @@ def test_domain_scoped_block_matches_registered_domain():
     f = RegexFilter.parse('> example.org\n-private\n<\n+.\n', DomainHelper())
     assert not f('http://www.example.org/private/1')
     assert f('http://www.example.com/private/1')
+
+
+# Rule sets for the normalizer's oracle test: the bundled file's patterns, and patterns whose
+# guard (the characters every match holds), tail search or plain search decides (refast).
+NORMALIZER_RULES = [
+    None,                                                   # conf/regex-normalize.xml
+    [(r'(?i)(?:;|(?<=[?&]))_?(?:l|j|bv_)?(?:sid|phpsessid|sessionid)=[^?&#;]*', ''),
+     (r'&{2,}', '&'), (r'=(\w*)=', r'=\g<1>'), (r'(/[^/]+)/\1/', r'\g<1>/'), (r'(?i)X$', 'y')],
+    [(r'x*', '-'), (r'^http://', 'https://'), (r'(?<!:)//+', '/'), (r'[?&.]$', ''),
+     (r'\?&+', '?'), (r'(?m)a$', 'b'), (r'//', '/'), (r'(?:/a){3}', '/b'), (r'\.\.', '.')],
+]
+
+
+def _plain_normalizer(rules):
+    """The rules applied one after the other, each everywhere (Nutch's loop), no shortcut."""
+    compiled = [(re.compile(urlrules._java_regex(p)), s) for p, s in rules]
+
+    def normalize(url):
+        for regex, substitution in compiled:
+            url = regex.sub(substitution, url)
+        return url
+    return normalize
+
+
+def _random_urls(n, seed):
+    rnd = random.Random(seed)
+    pieces = ['a', 'A', 'x', 'X', '/', '//', '///', '.', '..', '?', '&', '&&', '=', ';', '#',
+              'sid=1', 'PHPSESSID=z', 'jsessionid=', ':', '://', 'http://', 'file://', '\n',
+              'b', 'a/a/', '/a/a/a', ' ']
+    urls = []
+    for _ in range(n):
+        url = 'http://www.h.test/' if rnd.random() < 0.5 else ''
+        urls.append(url + ''.join(rnd.choice(pieces) for _ in range(rnd.randrange(9))))
+    return urls
+
+
+@pytest.mark.parametrize('number', range(len(NORMALIZER_RULES)))
+def test_regex_normalizer_gives_what_every_substitution_gives(cfg, number):
+    """The normalizer applies a rule only where its guard and search find it can match: on
+    random URLs and the cases of the bundled file, the same URLs as every substitution done."""
+    rules = NORMALIZER_RULES[number]
+    if rules is None:
+        normalizer = settings.url_policy(cfg).regex_normalizer
+        rules = list(zip(normalizer.patterns, [s for _, s in normalizer.rules]))
+    else:
+        normalizer = RegexNormalizer(rules)
+    plain = _plain_normalizer(rules)
+    urls = _random_urls(20000, number) + [
+        'http://www.example.com//path/to//somewhere.html', 'http://a.test/page;jsessionid=A?x=1',
+        'http://a.test/page?PHPSESSID=ab12&x=1', 'http://a.test/page?x=1&&&y=2', 'file:///x']
+    changed = 0
+    for url in urls:
+        assert normalizer(url) == plain(url), url
+        changed += plain(url) != url
+    assert changed > 1000
+
+
+def test_rule_guards():
+    from beamcrawl.transforms.policy.refast import guard
+    assert guard(re.compile(r'(?i)(?:;|(?<=[?&]))_?(?:sid|phpsessid)=[^?&#;]*')) == ('=', 1)
+    assert guard(re.compile(r'&{2,}')) == ('&', 2)
+    assert guard(re.compile(r'(?<!:)//+')) is None            # `http://`: every URL has two
+    assert guard(re.compile(r'(/[^/]+)/[^/]+\1/[^/]+\1/')) == ('/', 6)
+    assert guard(re.compile(r'\.\.')) == ('.', 2)
+    assert guard(re.compile(r'x\.y')) is None                 # one `.`: in every URL
+    assert guard(re.compile(r'[?&.]$')) is None               # a class: nothing certain

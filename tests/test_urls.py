@@ -76,3 +76,89 @@ def test_remembered_is_bounded_and_forgets_errors():
         with pytest.raises(ValueError):
             remembered(cache, -1, compute, 3)
     assert calls == [1, 2, 3, 4, -1, -1] and -1 not in cache
+
+
+def _plain_clean(policy, filter_rules, url, normalize=True, filter_urls=True):
+    """clean() without its shortcuts (the oracle): the basic normalizer's every step, every
+    regex substitution, scheme_host, the filter rules searched whole in order, the address
+    policy."""
+    from beamcrawl.transforms.policy.normalize import HIER_SCHEMES
+    from beamcrawl.transforms.policy.urlparts import MalformedUrl, scheme_host
+    if normalize:
+        try:
+            for _ in range(policy.loop_count):
+                before = url
+                url = policy.basic._full(url)
+                for regex, substitution in policy.regex_normalizer.rules:
+                    url = regex.sub(substitution, url)
+                if url == before:
+                    break
+        except MalformedUrl:
+            return None, 'malformed'
+        if not url:
+            return None, 'malformed'
+    scheme, host = scheme_host(url)
+    if filter_urls:
+        if scheme not in policy.schemes or (scheme in HIER_SCHEMES and not host):
+            return None, 'filtered'
+        decided = next((sign for sign, regex in filter_rules if regex.search(url)), False)
+        if not decided:
+            return None, 'filtered'
+    if host and policy.address.denied_host(host):
+        return None, 'denied'
+    return url, ''
+
+
+def _random_seed_urls(n, seed):
+    import random
+    rnd = random.Random(seed)
+    hosts = ['www.a.test', 'WWW.B.Test', 'c.test:80', 'c.test:8080', 'xn--mnchen-3ya.test',
+             'münchen.test', '127.0.0.1', '10.1.2.3', '[::1]', '0x7f.1', 'e.test.',
+             'u:p@f.test', 'g%41.test', 'localhost', 'a..b.test', '1.2.3.999', 'k.test:']
+    pieces = ['p', '..', '.', '', 'index.html', 'a b', '%7e', 'x;jsessionid=1', 'img.GIF',
+              'x.js', 'ü', '!', '*', '@', 'a', 'b', 'a/b/a/c/a', '%2F', 'q.css']
+    tails = ['', '?', '?a=1', '?a=1&&b=2', '?&a', '?PHPSESSID=x&b=1', '?s=1&sid=2', '#f',
+             '?a=1&', '?x=y.', '?u=http://x.test//y']
+    urls = []
+    for i in range(n):
+        if rnd.random() < 0.4:
+            urls.append(f'http://www{i % 3}.site{rnd.randrange(50)}.test/p/{i}.html')
+            continue
+        path = '/'.join(rnd.choice(pieces) for _ in range(rnd.randrange(5)))
+        urls.append(f'{rnd.choice(["http", "https", "HTTP", "ftp", "file", "mailto"])}://'
+                    f'{rnd.choice(hosts)}/{path}{rnd.choice(tails)}')
+    return urls
+
+
+def test_clean_gives_what_its_steps_give_without_shortcuts(cfg):
+    """clean() (the normalizers' usual way and rule guards, the scheme and host handed on,
+    the filter's searches) against the oracle, on random seed-like URLs, with the loop run
+    once and three times, normalizing and filtering or not."""
+    import re
+
+    from beamcrawl.transforms.base.config import load_config
+    from beamcrawl.transforms.policy import urlrules
+    rules = []
+    for line in cfg.resource_text('urlfilter.regex.file').splitlines():
+        if line and line[0] in '+-':
+            rules.append((line[0] == '+', re.compile(urlrules._java_regex(line[1:].rstrip()))))
+        assert not line or line[0] in '+-# \t'       # no `>` blocks in the bundled file
+    from beamcrawl.transforms.policy.urlrules import RegexNormalizer
+    urls = _random_seed_urls(6000, 1)
+    for loops, idn, host_rule in ((1, 'toAscii', False), (3, 'toUnicode', False),
+                                  (1, 'toAscii', True)):
+        policy = settings.url_policy(load_config(defines=[
+            'domain.extra.suffixes=test', f'urlnormalizer.loop.count={loops}',
+            f'urlnormalizer.basic.host.idn={idn}']))
+        if host_rule:     # a rule that changes the host after the basic normalizer
+            bundled = policy.regex_normalizer
+            policy.regex_normalizer = RegexNormalizer(
+                list(zip(bundled.patterns, [s for _, s in bundled.rules]))
+                + [(r'^http://www0\.', 'https://a0.'), (r'^https://www\.', 'http://127.0.0.1/')])
+        verdicts = set()
+        for normalize, filter_urls in ((True, True), (False, True), (True, False)):
+            for url in urls:
+                got = policy.clean(url, normalize=normalize, filter=filter_urls)
+                assert got == _plain_clean(policy, rules, url, normalize, filter_urls), url
+                verdicts.add(got[1])
+        assert verdicts == {'', 'filtered', 'denied', 'malformed'}

@@ -32,10 +32,8 @@ class _ReadUrlsFn(beam.DoFn):
     def process(self, unit):
         counts = metrics.BundleCounts()
         index = self.reader.paths.index(unit.path)
-        for lineno, raw in read_unit_lines(unit):
-            seed = self.reader.read(index, lineno, raw, counts)
-            if seed is not None:
-                yield seed
+        for url, key, datum in self.reader.seeds(index, read_unit_lines(unit), counts):
+            yield url, (key, datum)
         counts.flush()
 
 

@@ -73,7 +73,7 @@ def seed_files(path: str) -> List[str]:
 
 
 class SeedReader:
-    """Seed lines → (url, ((file index, line number), db_unfetched datum)), with the Injector's
+    """Seed lines → (url, (file index, line number), db_unfetched datum), with the Injector's
     checks; every drop is counted and the first ones are logged with file:line."""
 
     def __init__(self, *, paths, policy, rules, now, normalize, filter_urls):
@@ -90,34 +90,46 @@ class SeedReader:
             log.warning('%s: %s', where, message)
         self._warned += 1
 
-    def read(self, index: int, lineno: int, raw: bytes, counts):
-        """The seed of one raw line, or None (blank, comment or dropped)."""
+    def seeds(self, index: int, lines, counts):
+        """(url, (file index, line number), db_unfetched datum) of each seed of the raw lines
+        [(line number, bytes)] of file `index`; the others counted and the first ones logged.
+        The lines and seeds injected are counted once at the end, not per line."""
+        lines_read = injected = 0
+        clean, normalize, filter_urls = self.policy.clean, self.normalize, self.filter_urls
+        rules, now = self.rules, self.now
         try:
-            seed = parse_seed_line(raw.decode('utf-8'))
-        except (UnicodeDecodeError, SeedError) as e:
-            counts.inc(metrics.INJECT_LINES)
-            counts.inc(metrics.INJECT_MALFORMED)
-            self._warn(f'{self.paths[index]}:{lineno}', f'malformed seed line: {e}')
-            return None
-        if seed is None:
-            return None
-        counts.inc(metrics.INJECT_LINES)
-        for problem in seed.problems:
-            counts.inc(metrics.INJECT_BAD_METADATA)
-            self._warn(f'{self.paths[index]}:{lineno}', problem)
-        url, reason = self.policy.clean(seed.url, normalize=self.normalize,
-                                        filter=self.filter_urls)
-        if url is None:
-            counts.inc(_REJECTED[reason])
-            where = f'{self.paths[index]}:{lineno}'
-            if reason == 'malformed':
-                self._warn(where, f'malformed URL {seed.url!r}')
-            elif reason == 'denied':
-                self._warn(where, f'{seed.url!r}: refused by the address policy '
-                                  f'({self.policy.denied(seed.url)}; see http.address.allow)')
-            return None
-        counts.inc(metrics.INJECT_INJECTED)
-        return url, ((index, lineno), injected_datum(url, seed, self.rules, self.now))
+            for lineno, raw in lines:
+                try:
+                    seed = parse_seed_line(raw.decode('utf-8'))
+                except (UnicodeDecodeError, SeedError) as e:
+                    lines_read += 1
+                    counts.inc(metrics.INJECT_MALFORMED)
+                    self._warn(f'{self.paths[index]}:{lineno}', f'malformed seed line: {e}')
+                    continue
+                if seed is None:
+                    continue
+                lines_read += 1
+                for problem in seed.problems:
+                    counts.inc(metrics.INJECT_BAD_METADATA)
+                    self._warn(f'{self.paths[index]}:{lineno}', problem)
+                url, reason = clean(seed.url, normalize=normalize, filter=filter_urls)
+                if url is None:
+                    self._rejected(index, lineno, seed.url, reason, counts)
+                    continue
+                injected += 1
+                yield url, (index, lineno), injected_datum(url, seed, rules, now)
+        finally:
+            counts.inc(metrics.INJECT_LINES, lines_read)
+            counts.inc(metrics.INJECT_INJECTED, injected)
+
+    def _rejected(self, index, lineno, url, reason, counts):
+        counts.inc(_REJECTED[reason])
+        where = f'{self.paths[index]}:{lineno}'
+        if reason == 'malformed':
+            self._warn(where, f'malformed URL {url!r}')
+        elif reason == 'denied':
+            self._warn(where, f'{url!r}: refused by the address policy '
+                              f'({self.policy.denied(url)}; see http.address.allow)')
 
 
 _OUTCOMES = {'new': metrics.INJECT_NEW, 'already_known': metrics.INJECT_ALREADY_KNOWN,
@@ -157,17 +169,13 @@ class InjectMapper(Mapper):
         if unit.tag == SEED_INPUT:
             index = self.reader.paths.index(unit.path)
             statuses = {}                     # one object per status: pickled once per spill
-            for lineno, raw in read_unit_lines(unit):
-                seed = self.reader.read(index, lineno, raw, counts)
-                if seed is None:
-                    continue
-                key, datum = seed[1]
+            for url, key, datum in self.reader.seeds(index, read_unit_lines(unit), counts):
                 encoded = encode_datum(datum)
                 if encoded is None:
-                    yield seed[0], (SEED, key, datum)
+                    yield url, (SEED, key, datum)
                 else:
                     status = statuses.setdefault(datum['status'], datum['status'])
-                    yield seed[0], (SEED_RAW, key, encoded, status)
+                    yield url, (SEED_RAW, key, encoded, status)
             return
         for record, raw in container.read_records(unit.path, unit.blocks):
             if not unit.raw_ok:
@@ -248,12 +256,20 @@ class InjectReducer(JoinReducer):
             self._write(url, values, [record] if record is not None else [], out, counts)
 
     def write_grouped(self, groups, out, counts):
+        new = 0             # new URLs with one seed (_write's first case), counted at the end
+        write_raw = out.write_raw
         for url in sorted(groups):
             values = groups[url]
-            if len(values) == 1 and values[0][0] == OLD_RAW:
-                if self._kept(values[0][2], counts):
-                    out.write_raw(values[0][1], url, values[0][2])
-                continue
+            if len(values) == 1:
+                value = values[0]
+                if value[0] == SEED_RAW:
+                    new += 1
+                    write_raw(value[2], url, value[3])
+                    continue
+                if value[0] == OLD_RAW:
+                    if self._kept(value[2], counts):
+                        write_raw(value[1], url, value[2])
+                    continue
             seeds, olds = [], []
             for value in values:
                 if value[0] == SEED or value[0] == SEED_RAW:
@@ -263,6 +279,8 @@ class InjectReducer(JoinReducer):
                 else:
                     olds.append(value[1])
             self._write(url, seeds, olds, out, counts)
+        counts.inc(metrics.INJECT_NEW, new)
+        counts.inc(metrics.CRAWLDB_RECORDS, new)
 
 
 # A seed line costs about as much as this many crawldb records (it is normalized and filtered),

@@ -14,9 +14,9 @@ TABs is reported as malformed with a hint, instead of becoming part of the URL.
 import dataclasses
 import math
 import re
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
-from beamcrawl.transforms.storage.records import METADATA_FIXED_INTERVAL, crawl_datum
+from beamcrawl.transforms.storage.records import METADATA_FIXED_INTERVAL
 
 __all__ = ['SeedLine', 'SeedError', 'parse_seed_line', 'InjectRules', 'injected_datum',
            'merge_injected', 'pick_last']
@@ -26,8 +26,7 @@ class SeedError(ValueError):
     """A seed line that cannot be used."""
 
 
-@dataclasses.dataclass(frozen=True)
-class SeedLine:
+class SeedLine(NamedTuple):
     url: str
     score: Optional[float] = None
     fetch_interval: Optional[int] = None
@@ -38,35 +37,43 @@ class SeedLine:
 
 
 _SPACED_META = re.compile(r'\s+\S+=\S*')
-_SPACE = re.compile(r'\s')      # str.isspace() characters
 _TRUE = ('true', 'yes', '1')
 _FALSE = ('false', 'no', '0')
+_SCORE_KEYS = ('score', 'nutch.score')
+_INTERVAL_KEYS = ('fetch_interval', 'nutch.fetchInterval')
 
 
 def parse_seed_line(line: str) -> Optional[SeedLine]:
     """A SeedLine, or None for a blank/comment line; raises SeedError for a malformed one."""
-    if not line.strip() or line.strip().startswith('#'):
+    text = line.strip()
+    if not text or text[0] == '#':
         return None
-    url, _, meta_text = line.rstrip('\r\n').partition('\t')
-    url = url.strip()
-    if not url:
-        raise SeedError('no URL before the first TAB')
-    if _SPACE.search(url):
-        if _SPACED_META.search(url):
-            raise SeedError(f'metadata must be separated by TAB, not spaces: {url!r}')
-    score = interval = modified = None
+    tab = line.find('\t')
+    if tab < 0:
+        url, tokens = text, ()
+    else:
+        url = line[:tab].strip()
+        if not url:
+            raise SeedError('no URL before the first TAB')
+        meta_text = line[tab + 1:].strip()
+        tokens = meta_text.split('\t') if meta_text else ()
+    # str.split() splits at the str.isspace() characters: more than one piece, a space inside
+    if len(url.split(None, 1)) > 1 and _SPACED_META.search(url):
+        raise SeedError(f'metadata must be separated by TAB, not spaces: {url!r}')
+    if not tokens:
+        return SeedLine(url)
+    score = interval = modified = fixed_interval = None
     fixed = False
-    fixed_interval = None
     metadata: Dict[str, str] = {}
     problems: List[str] = []
-    for token in meta_text.strip().split('\t') if meta_text.strip() else ():
+    for token in tokens:
         name, sep, value = token.strip().partition('=')
         if not sep or not name:
             continue
         try:
-            if name in ('score', 'nutch.score'):
+            if name in _SCORE_KEYS:
                 score = _score(value)
-            elif name in ('fetch_interval', 'nutch.fetchInterval'):
+            elif name in _INTERVAL_KEYS:
                 interval = _seconds(value)
             elif name == 'fixed_interval':
                 if value.lower() not in _TRUE + _FALSE:
@@ -86,9 +93,8 @@ def parse_seed_line(line: str) -> Optional[SeedLine]:
             problems.append(f'{name}={value!r} is not valid; ignored')
     if fixed_interval is not None:
         interval, fixed = fixed_interval, True
-    return SeedLine(url=url, score=score, fetch_interval=interval, fixed=fixed,
-                    modified_time=modified, metadata=tuple(sorted(metadata.items())),
-                    problems=tuple(problems))
+    return SeedLine(url, score, interval, fixed, modified,
+                    tuple(sorted(metadata.items())) if metadata else (), tuple(problems))
 
 
 # A score is stored as an Avro float (32 bits), an interval as an Avro int (seconds).
@@ -129,8 +135,13 @@ def injected_datum(url: str, seed: SeedLine, rules: InjectRules, now: int) -> di
     if seed.fixed:
         metadata[METADATA_FIXED_INTERVAL] = str(float(interval))
     score = seed.score if seed.score is not None else rules.score_injected
-    return crawl_datum(url, 'db_unfetched', fetch_time=now, fetch_interval=interval,
-                       score=score, metadata=metadata, modified_time=seed.modified_time or 0)
+    # crawl_datum(url, 'db_unfetched', fetch_time=now, fetch_interval=interval, score=score,
+    # metadata=metadata, modified_time=seed.modified_time or 0), written out: once per seed,
+    # the keyword call cost half as much again as the record (tests/test_inject_policy.py)
+    return {'url': url, 'status': 'db_unfetched', 'fetch_time': int(now),
+            'modified_time': int(seed.modified_time or 0), 'fetch_interval': int(interval),
+            'retries': 0, 'score': float(score), 'signature': None, 'metadata': metadata,
+            'protocol_status': None, 'http_code': None}
 
 
 def merge_injected(injected: Optional[dict], old: Optional[dict], rules: InjectRules

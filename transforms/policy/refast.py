@@ -7,9 +7,9 @@ A rule whose every match holds some punctuation character several times (Nutch's
 (docs/performance.md). Pure Python."""
 
 import re
-from typing import Optional
+from typing import Optional, Tuple
 
-__all__ = ['searcher']
+__all__ = ['searcher', 'guard', 'tail_searcher']
 
 
 class _TailSearch:
@@ -21,8 +21,10 @@ class _TailSearch:
         self.regex, self.width = regex, width
 
     def __call__(self, url):
-        # one more character: `$` also matches before a final newline
-        return self.regex.search(url[-self.width - 1:] if len(url) > self.width else url)
+        # one more character: `$` also matches before a final newline. Searching from a
+        # position (a negative one is 0) finds what searching the slice finds: the pattern
+        # looks at no character before its match (_tail_width).
+        return self.regex.search(url, len(url) - self.width - 1)
 
 
 class _AnyChar:
@@ -62,6 +64,30 @@ def searcher(regex):
         if count >= 2:          # one `/` or `.` is in nearly every URL: not worth counting
             return _Counted(search, char, count)
     return search
+
+
+# Characters that nearly every http URL holds once or more (`http://host/`: three slashes).
+_COMMON = {'/': 3, '.': 1, ':': 1}
+
+
+def guard(regex) -> Optional[Tuple[str, int]]:
+    """(character, count): every match of the regex holds the character at least `count`
+    times, so a URL holding it fewer times has none; the requirement least often met by URLs,
+    or None when each is met by nearly every URL (_COMMON) or there is none."""
+    worth = [(count, char) for char, count in _required_counts(regex).items()
+             if count > _COMMON.get(char, 0)]
+    if not worth:
+        return None
+    # a character that is not common at all first, then the larger count
+    count, char = max(worth, key=lambda item: (item[1] not in _COMMON, item[0], item[1]))
+    return char, count
+
+
+def tail_searcher(regex):
+    """`regex.search` in the URL's tail (_TailSearch) for a rule anchored at the end whose
+    matches are short, else None."""
+    width = _tail_width(regex)
+    return _TailSearch(regex, width) if width is not None else None
 
 
 def _required_counts(regex) -> dict:

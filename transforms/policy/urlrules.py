@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 from typing import List, Optional, Sequence, Tuple
 
 from beamcrawl.transforms.policy.domains import DomainHelper
-from beamcrawl.transforms.policy.refast import searcher
+from beamcrawl.transforms.policy.refast import guard, searcher, tail_searcher
 from beamcrawl.transforms.policy.urlparts import host_of
 
 __all__ = ['RuleError', 'RegexNormalizer', 'RegexFilter']
@@ -33,12 +33,15 @@ class RegexNormalizer:
         self.rules = [(re.compile(_java_regex(p)), s) for p, s in rules]
         self.patterns = [p for p, _ in rules]
         self.source = source
-        # A URL that no rule matches is returned unchanged: one combined search decides that
-        # (7 substitutions per URL cost more than all the rest of normalization). Patterns
-        # with back-references would change meaning when combined, so then it is not used.
-        self._any = None
-        if self.rules and not any(re.search(r'\\[1-9]|\(\?P=', p) for p, _ in rules):
-            self._any = re.compile('|'.join(_java_regex(f'(?:{p})') for p, _ in rules))
+        # A rule is substituted only where it matches (elsewhere its substitution gives the
+        # URL itself): not where the URL lacks characters every match of it holds (refast
+        # `guard`: Nutch's session-id rule needs a `=`), else where a search finds a match,
+        # in the URL's tail for a rule anchored at the end (refast `tail_searcher`). A search
+        # costs half a substitution that finds nothing; 7 substitutions per URL, or one search
+        # of all the rules combined, cost more than all the rest of normalization.
+        self._plan = [(regex, substitution, *(guard(regex) or (None, 0)),
+                       tail_searcher(regex) or regex.search)
+                      for regex, substitution in self.rules]
 
     @classmethod
     def parse(cls, text: str, source: str = 'regex-normalize.xml') -> 'RegexNormalizer':
@@ -61,10 +64,11 @@ class RegexNormalizer:
         return cls(rules, source)
 
     def __call__(self, url: str) -> str:
-        if self._any is not None and not self._any.search(url):
-            return url
-        for regex, substitution in self.rules:
-            url = regex.sub(substitution, url)
+        for regex, substitution, char, count, search in self._plan:
+            if char is not None and url.count(char) < count:
+                continue
+            if search(url) is not None:
+                url = regex.sub(substitution, url)
         return url
 
     def explain(self, url: str) -> Tuple[str, List[str]]:
@@ -100,6 +104,9 @@ class RegexFilter:
         self.rules = [(sign, searcher(re.compile(_search_pattern(_java_regex(p)))), scope)
                       for sign, p, scope in rules]
         self.domains = domains
+        # Without `>` blocks, the first rule that matches decides: searched in a plain loop.
+        self._searches = (None if any(scope is not None for _, _, scope in self.rules)
+                          else [search for _, search, _ in self.rules])
         # What filterchecker names as the rule that decided: `file:line: +pattern`.
         self.texts = [f'{source}:{line}: ' if line else f'{source}: '
                       for line in (list(lines) or [0] * len(rules))]
@@ -147,6 +154,13 @@ class RegexFilter:
 
     def _deciding(self, url: str) -> Optional[int]:
         """The index of the first rule that applies to the URL and matches it, or None."""
+        if self._searches is not None:
+            n = 0
+            for search in self._searches:
+                if search(url):
+                    return n
+                n += 1
+            return None
         host = domain = None
         for n, (_, regex, scope) in enumerate(self.rules):
             if scope is not None:

@@ -41,14 +41,22 @@ class UrlPolicy:
 
     def normalize(self, url: str) -> str:
         """Runs the normalizer chain; raises MalformedUrl."""
+        return self._normalized(url)[0]
+
+    def _normalized(self, url: str) -> Tuple[str, Optional[Tuple[str, str]]]:
+        """(normalize(url), its scheme_host when the basic normalizer gave it and no regex
+        rule changed the URL after it, else None)."""
+        parts = None
         for _ in range(self.loop_count):
             before = url
-            url = self.basic(url)
+            url, parts = self.basic.with_parts(url)
             if self.regex_normalizer is not None:
-                url = self.regex_normalizer(url)
+                changed = self.regex_normalizer(url)
+                if changed != url:
+                    url, parts = changed, None
             if url == before:
                 break
-        return url
+        return url, parts
 
     def accept(self, url: str, parts: Optional[Tuple[str, str]] = None) -> bool:
         """The filters: scheme allow-list (with a host for hierarchical schemes), regex rules.
@@ -105,10 +113,11 @@ class UrlPolicy:
         remembered per host: a batch stage asks for the same hosts again and again)."""
         if self.address is None or not host:
             return None
-        cache = self.__dict__.setdefault('_denied_hosts', {})
-        if host in cache:                   # the usual case, without remembered()'s call
-            return cache[host]
-        return remembered(cache, host, self.address.denied_host, _HOST_CACHE_SIZE)
+        known = self.__dict__.get('_denied_hosts')
+        if known is not None and host in known:     # remembered()'s hit, without its call
+            return known[host]
+        return remembered(self.__dict__.setdefault('_denied_hosts', {}), host,
+                          self.address.denied_host, _HOST_CACHE_SIZE)
 
     def outlink_verdict(self, url: str, normalize: bool, filter_urls: bool
                         ) -> Tuple[Optional[str], str]:
@@ -124,14 +133,16 @@ class UrlPolicy:
                  ) -> Tuple[Optional[str], str]:
         """(url normalized, or None when normalizing fails or gives nothing; then 'malformed',
         else 'filtered', 'denied' or '' for accepted): the steps of clean()."""
+        parts = None
         if normalize:
             try:
-                url = self.normalize(url)
+                url, parts = self._normalized(url)
             except MalformedUrl:
                 return None, 'malformed'
             if not url:
                 return None, 'malformed'
-        parts = scheme_host(url)
+        if parts is None:
+            parts = scheme_host(url)
         if filter_urls and not self.accept(url, parts):
             return url, 'filtered'
         if self.denied_host(parts[1]):
