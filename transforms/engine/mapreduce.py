@@ -60,7 +60,10 @@ def _pickled(items: list) -> bytes:
     0.24 µs without it (items hold no cycles, and few objects twice)."""
     buf = io.BytesIO()
     pickler = pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
-    pickler.fast = True
+    try:
+        pickler.fast = True             # documented as deprecated, kept in 3.11-3.13
+    except AttributeError:              # a Python without it: the memo's way
+        pass
     pickler.dump(items)
     return buf.getvalue()
 
