@@ -20,6 +20,7 @@ from beamcrawl.transforms.policy.linkdb import LinkRules, Pair, cap_inlinks, inv
 from beamcrawl.transforms.policy.urls import UrlPolicy
 from beamcrawl.transforms.storage import container
 from beamcrawl.transforms.storage.databases import DbLayout, DbUpdate
+from beamcrawl.transforms.storage.inlinkscodec import encode_inlinks
 from beamcrawl.transforms.storage.records import INLINKS_SCHEMA, PARSE_DATA_SCHEMA, inlink_pairs
 from beamcrawl.transforms.storage.records import inlinks as inlinks_record
 
@@ -82,7 +83,12 @@ class InlinksReducer(JoinReducer):
 
     def _write(self, url, pairs, out):
         if pairs:
-            out.write(inlinks_record(url, cap_inlinks(pairs, self.max_inlinks)))
+            capped = cap_inlinks(pairs, self.max_inlinks)
+            raw = encode_inlinks(url, capped)       # fastavro's bytes, by hand (inlinkscodec)
+            if raw is None:
+                out.write(inlinks_record(url, capped))
+            else:
+                out.write_raw(raw, url)
 
     def copies_unchanged(self, statuses):
         return True
