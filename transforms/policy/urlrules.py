@@ -99,6 +99,9 @@ class RegexFilter:
                  source: str = 'regex-urlfilter.txt', lines: Sequence[int] = ()):
         self.rules = [(sign, searcher(re.compile(_search_pattern(_java_regex(p)))), scope)
                       for sign, p, scope in rules]
+        # Without `>` blocks every rule applies to every URL: the searches alone, in order.
+        self._searches = (None if any(scope is not None for _, _, scope in self.rules)
+                          else tuple(search for _, search, _ in self.rules))
         self.domains = domains
         # What filterchecker names as the rule that decided: `file:line: +pattern`.
         self.texts = [f'{source}:{line}: ' if line else f'{source}: '
@@ -147,6 +150,14 @@ class RegexFilter:
 
     def _deciding(self, url: str) -> Optional[int]:
         """The index of the first rule that applies to the URL and matches it, or None."""
+        searches = self._searches
+        if searches is not None:
+            n = 0
+            for search in searches:
+                if search(url):
+                    return n
+                n += 1
+            return None
         host = domain = None
         for n, (_, regex, scope) in enumerate(self.rules):
             if scope is not None:
