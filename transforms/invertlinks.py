@@ -108,12 +108,16 @@ class InlinksReducer(JoinReducer):
         counts.inc(metrics.LINKDB_PARTS_WRITTEN)
 
     def write_grouped(self, groups, out, counts):
-        for url in sorted(groups):
+        for url in sorted(groups):              # (sorting the URLs alone: half the cost)
             values = groups[url]
-            # pylint: disable-next=unidiomatic-typecheck
-            if len(values) == 1 and type(values[0]) is bytes:
-                out.write_raw(values[0], url)
-                continue
+            if len(values) == 1:
+                kind = type(values[0])
+                if kind is tuple:                   # one new inlink: the usual case
+                    self._write(url, values, out)
+                    continue
+                if kind is bytes:
+                    out.write_raw(values[0], url)
+                    continue
             pairs = set()
             for value in values:
                 if type(value) is tuple:            # pylint: disable=unidiomatic-typecheck

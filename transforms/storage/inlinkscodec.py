@@ -32,7 +32,8 @@ def encode_inlinks(url: str, pairs: Sequence[Tuple[str, str]]) -> Optional[bytes
         n = len(data)
         out = [short[n] if n < 64 else varint(n), data]
         if pairs:
-            out.append(varint(len(pairs)))
+            n = len(pairs)
+            out.append(short[n] if n < 64 else varint(n))
             for from_url, anchor in pairs:
                 # pylint: disable-next=unidiomatic-typecheck
                 if type(from_url) is not str or type(anchor) is not str:
