@@ -283,7 +283,7 @@ def test_bundles_trimmed_and_merged_select_what_one_walk_over_all_selects(cfg, b
             for r in records[b::bundles]:
                 assert select._select(r) is None
             blobs += [w.value for w in select.finish_bundle()]
-        assign = g._AssignFn(keep=keep, top_n=top_n, max_count=max_count,
+        assign = g._AssignFn(keep=keep, per_host=True, top_n=top_n, max_count=max_count,
                              max_segments=max_segments, marker=str(NOW),
                              trimmed_by_cap=keep == max_count * max_segments)
         got = {r['url']: segment for segment, r in assign.process(blobs)}

@@ -173,20 +173,25 @@ class _SelectFn(metrics.CountingDoFn):
         super().finish_bundle()
         if not self._groups:
             return
-        groups = []
+        totals = {}
+        candidates = []
         for name, (total, items, _) in self._groups.items():
+            totals[name] = total
             _truncate(items, self.keep)
-            # a candidate read as a dict (another writer's file, or changed by the checks)
-            # travels as its encoding in CRAWL_DATUM_SCHEMA where it has one: smaller
-            for i, (sort_key, key, candidate) in enumerate(items):
-                if type(candidate) is dict:    # pylint: disable=unidiomatic-typecheck
-                    raw = encode_datum(candidate)
-                    if raw is not None:
-                        items[i] = sort_key, key, raw
-            groups.append((name, total, items))
+            candidates += items
         self._groups = {}
-        data = _pickled(groups)
-        del groups
+        # in selection order: the assign step merges the bundles' runs (a sort of sorted runs
+        # is a merge) rather than sorting all of them in one process
+        candidates.sort(key=itemgetter(0))
+        # a candidate read as a dict (changed by the checks, or of a block the converter
+        # left) travels as its encoding in CRAWL_DATUM_SCHEMA where it has one: smaller
+        for i, (sort_key, key, candidate) in enumerate(candidates):
+            if type(candidate) is dict:    # pylint: disable=unidiomatic-typecheck
+                raw = encode_datum(candidate)
+                if raw is not None:
+                    candidates[i] = sort_key, key, raw
+        data = _pickled((totals, candidates))
+        del candidates
         if self.scratch is None:
             yield GlobalWindows.windowed_value(data)
             return
@@ -201,14 +206,14 @@ class _SelectFn(metrics.CountingDoFn):
         yield GlobalWindows.windowed_value(path)
 
 
-def _pickled(groups: list) -> bytes:
-    """A bundle's groups pickled without the pickler's memo (its `fast` mode: they hold no
+def _pickled(value) -> bytes:
+    """A bundle's candidates pickled without the pickler's memo (its `fast` mode: they hold no
     object twice that matters, and no cycle): the memo of a few hundred thousand candidates
     costs more than the rest of the pickling (0.21 against 0.48 s for 190k candidates)."""
     buf = io.BytesIO()
     pickler = pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
     pickler.fast = True
-    pickler.dump(groups)
+    pickler.dump(value)
     return buf.getvalue()
 
 
@@ -216,9 +221,9 @@ def _pickled(groups: list) -> bytes:
 _UNBOUNDED = 1 << 62
 
 
-def _candidates(carrier) -> list:
-    """A bundle's groups [(group, due count, [(sort key, count key, record)])] from what
-    _SelectFn handed on: the pickled bytes, or the path of the spill file holding them."""
+def _candidates(carrier) -> Tuple[Dict[str, int], list]:
+    """A bundle's ({group: due count}, [(sort key, count key, record)] in selection order) from
+    what _SelectFn handed on: the pickled bytes, or the path of the spill file holding them."""
     if isinstance(carrier, bytes):
         return pickle.loads(carrier)
     data = fs.read_file(carrier)
@@ -229,15 +234,15 @@ def _candidates(carrier) -> list:
 
 class _AssignFn(beam.DoFn):
     """Every bundle's candidates (the list of what _SelectFn handed on) → (segment index, the
-    selected record marked as generated): the groups are merged and trimmed to `keep`, then
-    walked in selection order (policy.generate.assign_segments: exact topN, per-host caps,
-    overflow into the next segments). One call for the whole crawldb, in one worker: only the
-    candidates a host could get reach it."""
+    selected record marked as generated): the bundles' runs are merged in selection order and
+    each group trimmed to its `keep` first, then walked (policy.generate.assign_segments: exact
+    topN, per-host caps, overflow into the next segments). One call for the whole crawldb, in
+    one worker: only the candidates a host could get reach it."""
 
-    def __init__(self, *, keep, top_n, max_count, max_segments, trimmed_by_cap, marker: str,
-                 host_max=None, delays: Optional[Dict[str, str]] = None,
+    def __init__(self, *, keep, per_host, top_n, max_count, max_segments, trimmed_by_cap,
+                 marker: str, host_max=None, delays: Optional[Dict[str, str]] = None,
                  parts: Optional['FetchListParts'] = None):
-        self.keep = keep
+        self.keep, self.per_host = keep, per_host
         self.parts = parts
         self.host_max = host_max
         self.top_n = top_n
@@ -250,26 +255,26 @@ class _AssignFn(beam.DoFn):
         self.hosts_affected = metrics.counter(metrics.GENERATE_HOSTS_AFFECTED)
 
     def process(self, carriers):
-        keep = self.keep
-        groups: Dict[str, list] = {}
+        due = 0
+        merged = []
         for carrier in carriers:
-            for name, total, items in _candidates(carrier):
-                group = groups.get(name)
-                if group is None:
-                    groups[name] = [total, items]
-                    continue
-                group[0] += total
-                group[1] += items
-                if len(group[1]) > keep:
-                    _truncate(group[1], keep)
+            totals, candidates = _candidates(carrier)
+            due += sum(totals.values())
+            merged += candidates
+            del candidates
+        merged.sort(key=itemgetter(0))
+        # each group's `keep` first (a group is a count key, or all of them without a cap)
+        keep, per_host = self.keep, self.per_host
+        taken: Dict[str, int] = {}
         candidates = []
-        trimmed = 0
-        for total, items in groups.values():
-            _truncate(items, keep)
-            trimmed += total - len(items)
-            candidates += items
-        del groups
-        candidates.sort(key=itemgetter(0))
+        for candidate in merged:
+            name = candidate[1] if per_host else ''
+            n = taken.get(name, 0)
+            if n < keep:
+                taken[name] = n + 1
+                candidates.append(candidate)
+        del merged
+        trimmed = due - len(candidates)
         # the sort key ends with the URL (policy.generate.sort_key)
         result = assign_segments(((key, sk[-1]) for sk, key, _ in candidates),
                                  top_n=self.top_n, max_count=self.max_count,
@@ -388,8 +393,8 @@ class SelectForFetch(beam.PTransform):
                 | 'Select' >> beam.ParDo(select).with_output_types(typing.Any)
                 | 'AllCandidates' >> ToList().without_defaults()
                 | 'Assign' >> beam.ParDo(_AssignFn(
-                    keep=keep, top_n=self.top_n, max_count=self.max_count,
-                    max_segments=self.max_segments, host_max=host_max,
+                    keep=keep, per_host=per_host, top_n=self.top_n,
+                    max_count=self.max_count, max_segments=self.max_segments, host_max=host_max,
                     trimmed_by_cap=(per_host and host_max is None
                                     and keep == self.max_count * self.max_segments),
                     marker=str(self.now), delays=delays, parts=parts)))
