@@ -51,9 +51,9 @@ class InvertMapper(Mapper):
                 yield from self.old_item(record, raw if unit.raw_ok else None, counts)
             return
         inverted = 0
-        for parse_data, _ in container.read_records(unit.path, unit.blocks, with_raw=False):
-            links = ((o['to_url'], o['anchor']) for o in parse_data['outlinks'])
-            for target, pair in invert(parse_data['url'], links, self.rules, self.policy,
+        # the URL and the outlinks of each page, read by hand (container.read_outlinks)
+        for url, links in container.read_outlinks(unit.path, unit.blocks):
+            for target, pair in invert(url, links, self.rules, self.policy,
                                        normalize=self.normalize, filter_urls=self.filter_urls):
                 inverted += 1
                 yield target, pair

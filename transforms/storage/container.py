@@ -30,7 +30,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from beamcrawl.transforms.base.errors import InputError
-from beamcrawl.transforms.storage import fs
+from beamcrawl.transforms.storage import fs, parsedata
 from beamcrawl.transforms.storage.datumcodec import (HandDecoder, datums_converter,
                                                      datums_decoder, encode_datum,
                                                      parsed_datum_schema, split_datums, varint)
@@ -281,6 +281,30 @@ def read_datums(path: str, offsets: Optional[List[int]] = None
             else:
                 for (record, _), (_, _, raw) in zip(decoded, ours):
                     yield record, raw
+
+
+def read_outlinks(path: str, offsets: Optional[List[int]] = None
+                  ) -> Iterator[Tuple[str, List[Tuple[str, str]]]]:
+    """(url, [(to_url, anchor)]) of each record of a parse_data part's blocks at `offsets`
+    (all: None), as fastavro reads them: walked by hand where the writer's schema is
+    ParseData's layout (parsedata.walk_block), else, and for a block that does not walk
+    cleanly, by fastavro."""
+    header = read_header(path)
+    if header.codec not in NATIVE_CODECS or not parsedata.plain_layout(header.schema):
+        for record, _ in read_records(path, offsets, with_raw=False):
+            yield record['url'], [(o['to_url'], o['anchor']) for o in record['outlinks']]
+        return
+    with _reading(path), open_part(path) as f:
+        header = header_of(f)
+        if offsets is None:
+            offsets = [b.offset for b in scan_blocks(path)[1]]
+        for count, data in _decompressed_blocks(f, header, offsets):
+            walked = parsedata.walk_block(data, count)
+            if walked is None:
+                walked = [(record['url'],
+                           [(o['to_url'], o['anchor']) for o in record['outlinks']])
+                          for record, _ in _decoded_by_fastavro(data, count, header.schema)]
+            yield from walked
 
 
 @contextlib.contextmanager
