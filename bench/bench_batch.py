@@ -197,6 +197,20 @@ def _tree_of(rev: str, work: str) -> str:
     tree = os.path.join(work, 'against')
     subprocess.run(['git', 'worktree', 'add', '--detach', tree, rev], cwd=ROOT, check=True,
                    capture_output=True)
+    # The compiled extensions (storage/_datums.c) are built in place, not committed: REV gets
+    # this tree's build of each one whose source is the same in REV, else it runs without it.
+    for directory, _, files in os.walk(os.path.join(ROOT, 'transforms')):
+        for name in files:
+            if not name.endswith('.so'):
+                continue
+            source = os.path.join(directory, name.split('.')[0] + '.c')
+            theirs = os.path.join(tree, os.path.relpath(source, ROOT))
+            if os.path.exists(source) and os.path.exists(theirs) and \
+                    open(source, 'rb').read() == open(theirs, 'rb').read():
+                shutil.copy(os.path.join(directory, name), os.path.dirname(theirs))
+            else:
+                print(f'  ({rev} runs without {os.path.relpath(source, ROOT)}: not the same '
+                      f'source there)')
     package = os.path.join(work, 'against-path', 'beamcrawl')
     os.makedirs(package)
     for folder in ('pipelines', 'transforms', 'conf'):

@@ -37,8 +37,8 @@ def add_arguments(parser):
 
 def run(args, cfg, now, beam_args):
     from beamcrawl.transforms import settings
-    from beamcrawl.transforms.generate import (MarkGenerated, SelectForFetch, WriteFetchLists,
-                                               complete_fetch_lists)
+    from beamcrawl.transforms.generate import (FetchListParts, MarkGenerated, SelectForFetch,
+                                               WriteFetchLists, complete_fetch_lists)
     from beamcrawl.transforms.policy.generate import segment_names
     from beamcrawl.transforms.runners.runtime import make_pipeline, run_pipeline
     from beamcrawl.transforms.storage.layout import CrawlLayout
@@ -52,6 +52,7 @@ def run(args, cfg, now, beam_args):
     select_settings = settings.generate_settings(cfg)
     hosts = _host_plan(args, cfg, crawl, now)
     update = cfg['generate.update.crawldb']
+    mode = cfg['partition.url.mode']
     # The crawldb lock is held throughout (no updatedb may change it meanwhile); a new version
     # marking the selected URLs is installed only with generate.update.crawldb, and then it and
     # the segments are published as one step (docs/crawl-dir.md): a kill between the two must
@@ -62,16 +63,22 @@ def run(args, cfg, now, beam_args):
         segments = [stack.enter_context(crawl.segment_update(n, (CRAWL_GENERATE,), 'generate',
                                                              publish=not update))
                     for n in names]
+        # The selection hands the fetch lists their parts' records, already keyed and encoded,
+        # unless each selected URL is needed on its own (to mark it in the crawldb) or its part
+        # needs its host's address (byIP).
+        grouped = not update and mode != 'byIP'
         select = SelectForFetch(
             crawldb=crawl.crawldb, settings=select_settings, policy=policy,
             now=now, top_n=top_n, max_count=cfg['generate.max.count'],
             count_mode=cfg['generate.count.mode'], max_segments=max_segments,
-            filter_urls=cfg['generate.filter'] and not args.no_filter, hosts=hosts)
+            filter_urls=cfg['generate.filter'] and not args.no_filter, hosts=hosts,
+            scratch=db.scratch,
+            parts=FetchListParts(num_parts, mode, policy) if grouped else None)
         p = make_pipeline(beam_args, cfg, select.weight)
         selected = p | 'SelectForFetch' >> select
         _ = selected | 'WriteFetchLists' >> WriteFetchLists(
             part_dirs={i + 1: s.tmp[CRAWL_GENERATE] for i, s in enumerate(segments)},
-            num_parts=num_parts, mode=cfg['partition.url.mode'], policy=policy)
+            num_parts=num_parts, mode=mode, policy=policy, grouped=grouped)
         if update:
             _ = p | 'MarkGenerated' >> MarkGenerated(crawldb=crawl.crawldb, out=db,
                                                       selected=selected, now=now)

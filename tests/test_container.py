@@ -195,3 +195,44 @@ def test_only_crawldatum_shaped_parts_in_blocks_split(tmp_path):
                 complete_datum(r) if schema is CRAWL_DATUM_SCHEMA else r for r in records],
                 codec=codec)
         assert container.splits_datums(path) == splits, name
+
+
+@pytest.mark.parametrize('codec', ['null', 'deflate'])
+def test_datums_come_with_their_bytes_in_our_schema(tmp_path, codec):
+    # read_datums: the completed records read_records gives, each with what encode_datum gives
+    # it (another writer's blocks made ours, datums_converter) or None for a block the
+    # converter leaves (a long of 64 bits); a file in our schema gives its own bytes.
+    schema = _contract()
+    names = [f['name'] for f in schema['fields']]
+    records = []
+    for i, record in enumerate(datums(1200)):
+        record = {name: record[name] for name in names}
+        record['status'] = CONTRACT_STATUSES[i % len(CONTRACT_STATUSES)]
+        if i % 5 == 0:
+            record['metadata'] = {'k': str(i)}
+            record['signature'] = b'%d' % i
+        if i == 555:
+            record['fetch_time'] = (1 << 63) - 1
+        records.append(record)
+    path = str(tmp_path / 'contract.avro')
+    with open(path, 'wb') as f:
+        fastavro.writer(f, fastavro.parse_schema(schema), records, codec=codec,
+                        sync_interval=3000)
+    blocks = container.scan_blocks(path)[1]
+    got = list(container.read_datums(path, [b.offset for b in blocks]))
+    assert [r for r, _ in got] == _completed(path)
+    leftover = [r for r, raw in got if raw is None]
+    assert 0 < len(leftover) < 100 and any(r['fetch_time'] == (1 << 63) - 1 for r in leftover)
+    assert all(raw == encode_datum(r) for r, raw in got if raw is not None)
+    assert list(container.read_datums(path, [blocks[2].offset])) == \
+        got[sum(b.count for b in blocks[:2]):sum(b.count for b in blocks[:3])]
+    ours = str(tmp_path / 'ours.avro')
+    write_avro_file(ours, CRAWL_DATUM_SCHEMA, _completed(path))
+    assert list(container.read_datums(ours)) == list(container.read_records(ours))
+    other = str(tmp_path / 'double.avro')           # not CrawlDatum-shaped: no bytes
+    with open(other, 'wb') as f:
+        fastavro.writer(f, fastavro.parse_schema(_contract(score='double')), records[:50],
+                        codec=codec)
+    with open(other, 'rb') as f:
+        expected = [(complete_datum(r), None) for r in fastavro.reader(f)]
+    assert list(container.read_datums(other)) == expected

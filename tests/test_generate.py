@@ -232,3 +232,98 @@ def test_a_crawldb_of_another_writers_schema_generates_the_same_fetch_lists(tmp_
         fetch_lists[name] = [(os.path.basename(p), read_parts([p])) for p in parts]
     assert sum(len(r) for _, r in fetch_lists['ours']) == 36       # 3 of each of 12 hosts
     assert fetch_lists['contract'] == fetch_lists['ours']
+
+
+class _Progress:
+    def add(self, n):
+        pass
+
+
+def _oracle(records, gen_settings, now, **kw):
+    """The selection by its definition: every due record in selection order, one walk
+    (policy.generate.assign_segments) with no trimming: {url: segment}."""
+    from beamcrawl.transforms.policy.generate import assign_segments
+    due = []
+    for r in records:
+        reason, candidate = gen_settings.check(r, now)
+        if not reason:
+            due.append((gen_settings.sort_key(candidate, now), host_of(r['url'])))
+    due.sort()
+    return assign_segments(((host, sk[-1]) for sk, host in due), **kw).segments
+
+
+@pytest.mark.parametrize('bundles', [1, 2, 5])
+@pytest.mark.parametrize('schedule', ['default', 'optimal'])
+def test_bundles_trimmed_and_merged_select_what_one_walk_over_all_selects(cfg, bundles,
+                                                                          schedule):
+    """_SelectFn trims each bundle's groups (and drops what cannot survive the trim at once),
+    _AssignFn merges the bundles and walks: the same selection as one walk over every due
+    record, for caps, topN and several segments, whatever the bundles."""
+    import random
+
+    from beamcrawl.transforms import generate as g
+    from beamcrawl.transforms.base.config import load_config
+    rng = random.Random(bundles * 7 + len(schedule))
+    cfg = load_config(defines=['domain.extra.suffixes=test',
+                               f'db.fetch.schedule.class={schedule}'])
+    gen = settings.generate_settings(cfg)
+    policy = settings.url_policy(cfg)
+    records = [rec(f'http://h{rng.randrange(6)}.test/{i}', score=rng.choice([1.0, 2.0, 0.5, 3.25]),
+                   fetch_time=NOW - rng.randrange(1, 40) * DAY) for i in range(400)]
+    for top_n, max_count, max_segments in [(None, 3, 1), (10, 3, 1), (25, 4, 3), (7, 50, 2),
+                                           (30, 1, 2), (None, 2, 4)]:
+        keep = max_count * max_segments
+        if top_n is not None:
+            keep = min(keep, top_n * max_segments)
+        blobs = []
+        for b in range(bundles):
+            select = g._SelectFn(settings=gen, policy=policy, now=NOW, count_mode='host',
+                                 filter_urls=True, keep=keep, per_host=True, done=_Progress())
+            select.start_bundle()
+            for r in records[b::bundles]:
+                assert select._select(r) is None
+            blobs += [w.value for w in select.finish_bundle()]
+        assign = g._AssignFn(keep=keep, per_host=True, top_n=top_n, max_count=max_count,
+                             max_segments=max_segments, marker=str(NOW),
+                             trimmed_by_cap=keep == max_count * max_segments)
+        got = {r['url']: segment for segment, r in assign.process(blobs)}
+        assert got == _oracle(records, gen, NOW, top_n=top_n, max_count=max_count,
+                              max_segments=max_segments), (top_n, max_count, max_segments)
+        assert len(got) <= (top_n or len(records)) * max_segments
+
+
+def test_the_optimal_schedule_keeps_top_n_with_a_cap(crawl, capsys):
+    # Its sort key starts with the gain: the URL is its last element, not its third.
+    assert main(['generate', crawl, '--top-n', '5', '-D', 'generate.max.count=10', '-D',
+                 'db.fetch.schedule.class=optimal', '--now', str(NOW)]) == 0
+    (segment,) = capsys.readouterr().out.split()
+    assert len(read_parts(glob.glob(f'{segment}/crawl_generate/*.avro'))) == 5
+
+
+@pytest.mark.parametrize('defines', [
+    ['--top-n', '30', '-D', 'generate.max.count=2'],
+    ['--top-n', '30', '-D', 'generate.max.count=2', '-D', 'partition.url.mode=byDomain',
+     '-D', 'domain.extra.suffixes=test'],
+    ['--top-n', '20', '-D', 'generate.max.count=4', '-D', 'generate.count.mode=domain',
+     '-D', 'domain.extra.suffixes=test', '--max-num-segments', '3'],
+    ['--top-n', '25'],
+    [],                                           # no topN, no cap: every due URL at once
+])
+def test_fetch_lists_keyed_in_the_selection_are_the_ones_keyed_per_url(tmp_path, defines):
+    """Without generate.update.crawldb the selection hands the fetch lists their parts'
+    records keyed and encoded (WriteFetchLists grouped); with it, each URL goes through
+    KeyByQueue: the same parts, record for record, in order (byIP is always keyed per URL)."""
+    records = [rec(f'http://{h}.d{h % 3}.test/p{i}', score=1 + (h * 7 + i) % 5,
+                   fetch_time=NOW - DAY if i % 7 else NOW + 400 * DAY,  # far future: due now
+                   metadata={'k': str(i)} if i % 5 == 0 else {})
+               for h in range(12) for i in range(9)]
+    lists = []
+    for update in ('false', 'true'):
+        crawl = str(tmp_path / update)
+        write_db(crawl, records)
+        run_cli('generate', crawl, '--num-fetchers', '3', '--now', str(NOW), *defines,
+                '-D', f'generate.update.crawldb={update}')
+        parts = sorted(glob.glob(os.path.join(crawl, 'segments', '*', 'crawl_generate', '*')))
+        lists.append([(os.path.relpath(p, crawl), read_parts([p])) for p in parts])
+    assert lists[0] == lists[1]
+    assert len(lists[0]) >= 3 and sum(len(r) for _, r in lists[0]) > 10

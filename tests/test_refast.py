@@ -51,3 +51,20 @@ def test_the_characters_a_rule_requires():
     assert _required_counts(re.compile(r'(?i)[.,]a\.B')) == {'.': 1}   # a class counts nothing
     assert isinstance(searcher(re.compile(r'(/[^/]+)/[^/]+\1/[^/]+\1/')), _Counted)
     assert not isinstance(searcher(re.compile(r'\.(gif|jpg)$')), _Counted)   # one '.': no count
+
+
+def test_a_tail_rule_remembers_its_answers_and_forgets_them_when_full(monkeypatch):
+    import pickle
+
+    from beamcrawl.transforms.policy import refast
+    regex = re.compile(r'(?i)\.(?:gif|jpg)$')
+    fast = refast.searcher(regex)
+    assert isinstance(fast, refast._TailSearch)
+    monkeypatch.setattr(refast, '_TAILS_REMEMBERED', 3)
+    urls = ['http://a.test/x.gif', 'http://a.test/y.GIF', 'http://a.test/x.html', 'a.jpg\n',
+            'http://a.test/x.gif', 'x.jpg', 'http://b.test/x.html'] * 3
+    for url in urls:
+        assert fast(url) == bool(regex.search(url)), url
+        assert len(fast._answers) <= 3
+    copy = pickle.loads(pickle.dumps(fast))           # the answers stay in their process
+    assert copy._answers == {} and copy('z.gif') and not copy('z.gifx')

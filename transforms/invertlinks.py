@@ -20,6 +20,7 @@ from beamcrawl.transforms.policy.linkdb import LinkRules, Pair, cap_inlinks, inv
 from beamcrawl.transforms.policy.urls import UrlPolicy
 from beamcrawl.transforms.storage import container
 from beamcrawl.transforms.storage.databases import DbLayout, DbUpdate
+from beamcrawl.transforms.storage.inlinkscodec import encode_inlinks
 from beamcrawl.transforms.storage.records import INLINKS_SCHEMA, PARSE_DATA_SCHEMA, inlink_pairs
 from beamcrawl.transforms.storage.records import inlinks as inlinks_record
 
@@ -50,9 +51,9 @@ class InvertMapper(Mapper):
                 yield from self.old_item(record, raw if unit.raw_ok else None, counts)
             return
         inverted = 0
-        for parse_data, _ in container.read_records(unit.path, unit.blocks, with_raw=False):
-            links = ((o['to_url'], o['anchor']) for o in parse_data['outlinks'])
-            for target, pair in invert(parse_data['url'], links, self.rules, self.policy,
+        # the URL and the outlinks of each page, read by hand (container.read_outlinks)
+        for url, links in container.read_outlinks(unit.path, unit.blocks):
+            for target, pair in invert(url, links, self.rules, self.policy,
                                        normalize=self.normalize, filter_urls=self.filter_urls):
                 inverted += 1
                 yield target, pair
@@ -82,7 +83,12 @@ class InlinksReducer(JoinReducer):
 
     def _write(self, url, pairs, out):
         if pairs:
-            out.write(inlinks_record(url, cap_inlinks(pairs, self.max_inlinks)))
+            capped = cap_inlinks(pairs, self.max_inlinks)
+            raw = encode_inlinks(url, capped)       # fastavro's bytes, by hand (inlinkscodec)
+            if raw is None:
+                out.write(inlinks_record(url, capped))
+            else:
+                out.write_raw(raw, url)
 
     def copies_unchanged(self, statuses):
         return True
@@ -102,12 +108,16 @@ class InlinksReducer(JoinReducer):
         counts.inc(metrics.LINKDB_PARTS_WRITTEN)
 
     def write_grouped(self, groups, out, counts):
-        for url in sorted(groups):
+        for url in sorted(groups):              # (sorting the URLs alone: half the cost)
             values = groups[url]
-            # pylint: disable-next=unidiomatic-typecheck
-            if len(values) == 1 and type(values[0]) is bytes:
-                out.write_raw(values[0], url)
-                continue
+            if len(values) == 1:
+                kind = type(values[0])
+                if kind is tuple:                   # one new inlink: the usual case
+                    self._write(url, values, out)
+                    continue
+                if kind is bytes:
+                    out.write_raw(values[0], url)
+                    continue
             pairs = set()
             for value in values:
                 if type(value) is tuple:            # pylint: disable=unidiomatic-typecheck

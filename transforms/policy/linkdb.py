@@ -65,5 +65,7 @@ def invert(source: str, outlinks: Iterable[Pair], rules: LinkRules,
 
 def cap_inlinks(pairs: Iterable[Pair], max_inlinks: int) -> List[Pair]:
     """The distinct pairs, sorted, at most max_inlinks of them (< 0: no cap)."""
+    if type(pairs) is list and len(pairs) == 1:     # pylint: disable=unidiomatic-typecheck
+        return pairs[:] if max_inlinks else []     # most targets have one new inlink
     ordered = sorted(set(pairs))
     return ordered if max_inlinks < 0 else ordered[:max_inlinks]

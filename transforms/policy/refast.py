@@ -12,19 +12,34 @@ from typing import Optional, Tuple
 __all__ = ['searcher', 'guard', 'tail_searcher']
 
 
+# Tails whose answer a _TailSearch remembers (per process): URLs end in few ways.
+_TAILS_REMEMBERED = 65536
+
+
 class _TailSearch:
-    """`regex.search` for a rule anchored at the end whose matches are at most `width` long:
-    only the URL's last `width` characters can hold a match, so only they are searched (Nutch's
-    suffix rule costs 0.7 µs per URL searched whole, 0.15 µs this way)."""
+    """Whether `regex.search` finds a rule anchored at the end whose matches are at most `width`
+    long: only the URL's last `width` characters can hold a match, so only they are searched
+    (Nutch's suffix rule costs 0.7 µs per URL searched whole, 0.15 µs this way), and since the
+    answer depends on them alone it is remembered per tail (`.html` ends most URLs: 0.54 µs a
+    URL searched, about 0.15 µs remembered)."""
 
     def __init__(self, regex, width):
         self.regex, self.width = regex, width
+        self._answers = {}
 
     def __call__(self, url):
-        # one more character: `$` also matches before a final newline. Searching from a
-        # position (a negative one is 0) finds what searching the slice finds: the pattern
-        # looks at no character before its match (_tail_width).
-        return self.regex.search(url, len(url) - self.width - 1)
+        # one more character: `$` also matches before a final newline
+        tail = url[-self.width - 1:] if len(url) > self.width else url
+        answers = self._answers
+        found = answers.get(tail)
+        if found is None:
+            if len(answers) >= _TAILS_REMEMBERED:
+                answers.clear()
+            found = answers[tail] = self.regex.search(tail) is not None
+        return found
+
+    def __getstate__(self):
+        return {'regex': self.regex, 'width': self.width, '_answers': {}}
 
 
 class _AnyChar:
@@ -53,7 +68,8 @@ class _Counted:
 
 
 def searcher(regex):
-    """A callable equal to regex.search for a filter rule, faster for three usual shapes."""
+    """A callable whose answer is as true as regex.search's (found or not) for a filter rule,
+    faster for three usual shapes."""
     if regex.pattern == '.' and not regex.flags & (re.S | re.M):
         return _AnyChar(regex)
     width = _tail_width(regex)

@@ -67,7 +67,7 @@ class RegexNormalizer:
         for regex, substitution, char, count, search in self._plan:
             if char is not None and url.count(char) < count:
                 continue
-            if search(url) is not None:
+            if search(url):          # a match, or a tail searcher's True
                 url = regex.sub(substitution, url)
         return url
 

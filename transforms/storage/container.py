@@ -30,7 +30,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from beamcrawl.transforms.base.errors import InputError
-from beamcrawl.transforms.storage import deflate, fs
+from beamcrawl.transforms.storage import deflate, fs, parsedata
 from beamcrawl.transforms.storage.datumcodec import (HandDecoder, datums_converter,
                                                      datums_decoder, encode_datum,
                                                      parsed_datum_schema, split_datums, varint)
@@ -244,6 +244,67 @@ def read_records(path: str, offsets: Optional[List[int]] = None,
         for count, data in _decompressed_blocks(f, header, offsets):
             for record, raw in _decoded_by_fastavro(data, count, header.schema, reader):
                 yield (complete_datum(record) if complete else record), raw
+
+
+def read_datums(path: str, offsets: Optional[List[int]] = None
+                ) -> Iterator[Tuple[dict, Optional[bytes]]]:
+    """(record, its bytes in CRAWL_DATUM_SCHEMA or None) of a CrawlDatum file's blocks at
+    `offsets` (all: None), each record complete (records.complete_datum): read_records, with
+    the records' bytes in the crawldb's own schema rather than the file's. For a file in
+    CRAWL_DATUM_SCHEMA they are the file's bytes; for another writer's CrawlDatum-shaped schema,
+    the block split and made ours (datumcodec.datums_converter: the bytes encode_datum gives
+    the record decoded), None for the records of a block the converter leaves; for any other
+    schema or codec, None."""
+    header = read_header(path)
+    if header.schema == parsed_datum_schema():
+        yield from read_records(path, offsets, with_raw=True)
+        return
+    convert = datums_converter(header.schema) if header.codec in NATIVE_CODECS else None
+    decode = datums_decoder(header.schema, True) if convert is not None else None
+    if decode is None:
+        yield from read_records(path, offsets, with_raw=False, complete=True)
+        return
+    with _reading(path), open_part(path) as f:
+        header = header_of(f)
+        if offsets is None:
+            offsets = [b.offset for b in scan_blocks(path)[1]]
+        hand = HandDecoder(decode)
+        for count, data in _decompressed_blocks(f, header, offsets):
+            decoded = hand.decode(data, count)
+            if decoded is None:
+                decoded = [(complete_datum(r), None)
+                           for r, _ in _decoded_by_fastavro(data, count, header.schema)]
+            ours = convert(data, count)
+            if ours is None:
+                for record, _ in decoded:
+                    yield record, None
+            else:
+                for (record, _), (_, _, raw) in zip(decoded, ours):
+                    yield record, raw
+
+
+def read_outlinks(path: str, offsets: Optional[List[int]] = None
+                  ) -> Iterator[Tuple[str, List[Tuple[str, str]]]]:
+    """(url, [(to_url, anchor)]) of each record of a parse_data part's blocks at `offsets`
+    (all: None), as fastavro reads them: walked by hand where the writer's schema is
+    ParseData's layout (parsedata.walk_block), else, and for a block that does not walk
+    cleanly, by fastavro."""
+    header = read_header(path)
+    if header.codec not in NATIVE_CODECS or not parsedata.plain_layout(header.schema):
+        for record, _ in read_records(path, offsets, with_raw=False):
+            yield record['url'], [(o['to_url'], o['anchor']) for o in record['outlinks']]
+        return
+    with _reading(path), open_part(path) as f:
+        header = header_of(f)
+        if offsets is None:
+            offsets = [b.offset for b in scan_blocks(path)[1]]
+        for count, data in _decompressed_blocks(f, header, offsets):
+            walked = parsedata.walk_block(data, count)
+            if walked is None:
+                walked = [(record['url'],
+                           [(o['to_url'], o['anchor']) for o in record['outlinks']])
+                          for record, _ in _decoded_by_fastavro(data, count, header.schema)]
+            yield from walked
 
 
 @contextlib.contextmanager
