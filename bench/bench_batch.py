@@ -197,6 +197,11 @@ def _tree_of(rev: str, work: str) -> str:
     tree = os.path.join(work, 'against')
     subprocess.run(['git', 'worktree', 'add', '--detach', tree, rev], cwd=ROOT, check=True,
                    capture_output=True)
+    if os.path.exists(os.path.join(tree, 'transforms', 'storage', '_datums.c')):
+        # The revision's C codec, built as its install builds it: this tree's build is not in
+        # git, and without one the revision would run the Python loops (storage/native.py).
+        subprocess.run([sys.executable, 'setup.py', '-q', 'build_ext', '--inplace'], cwd=tree,
+                       capture_output=True)
     package = os.path.join(work, 'against-path', 'beamcrawl')
     os.makedirs(package)
     for folder in ('pipelines', 'transforms', 'conf'):
