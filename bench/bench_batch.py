@@ -197,20 +197,11 @@ def _tree_of(rev: str, work: str) -> str:
     tree = os.path.join(work, 'against')
     subprocess.run(['git', 'worktree', 'add', '--detach', tree, rev], cwd=ROOT, check=True,
                    capture_output=True)
-    # The compiled extensions (storage/_datums.c) are built in place, not committed: REV gets
-    # this tree's build of each one whose source is the same in REV, else it runs without it.
-    for directory, _, files in os.walk(os.path.join(ROOT, 'transforms')):
-        for name in files:
-            if not name.endswith('.so'):
-                continue
-            source = os.path.join(directory, name.split('.')[0] + '.c')
-            theirs = os.path.join(tree, os.path.relpath(source, ROOT))
-            if os.path.exists(source) and os.path.exists(theirs) and \
-                    open(source, 'rb').read() == open(theirs, 'rb').read():
-                shutil.copy(os.path.join(directory, name), os.path.dirname(theirs))
-            else:
-                print(f'  ({rev} runs without {os.path.relpath(source, ROOT)}: not the same '
-                      f'source there)')
+    if os.path.exists(os.path.join(tree, 'transforms', 'storage', '_datums.c')):
+        # The revision's C codec, built as its install builds it: this tree's build is not in
+        # git, and without one the revision would run the Python loops (storage/native.py).
+        subprocess.run([sys.executable, 'setup.py', '-q', 'build_ext', '--inplace'], cwd=tree,
+                       capture_output=True)
     package = os.path.join(work, 'against-path', 'beamcrawl')
     os.makedirs(package)
     for folder in ('pipelines', 'transforms', 'conf'):

@@ -345,8 +345,13 @@ def _usage() -> str:
 # Beam connectors that `import apache_beam` loads eagerly and beamcrawl never uses: MongoDB (via
 # pymongo) and BigQuery (with Pub/Sub, GCS and the cross-language IOs, imported in the same
 # guarded block). They cost about a third of Beam's import time (docs/performance.md). Also
-# pyarrow, which Beam's type hints import when it is installed, for Arrow batches (0.03 s).
-_UNUSED_BEAM_IMPORTS = ('pymongo', 'apache_beam.io.gcp.bigquery', 'pyarrow')
+# pyarrow, which Beam's type hints import when it is installed, for Arrow batches (0.03 s); and
+# bson, which the MongoDB connector imports before it finds pymongo missing.
+_UNUSED_BEAM_IMPORTS = ('pymongo', 'bson', 'apache_beam.io.gcp.bigquery', 'pyarrow')
+# Modules Beam imports at its start and uses only in functions that beamcrawl's pipelines do not
+# reach on the local runner: httplib2 (with pyparsing: 0.02 s), for staging files to a cluster's
+# workers. They are imported on first use (startup.defer_module).
+_DEFERRED_IMPORTS = ('httplib2',)
 
 # Beam's filesystems that beamcrawl uses only for crawl directories on a cluster's store, by
 # scheme: their client libraries (boto3, hdfs) cost 0.11 s of every command's start. They are
@@ -359,12 +364,14 @@ _deferred: dict = {}
 def skip_unused_beam_imports() -> None:
     """Marks the _UNUSED_BEAM_IMPORTS as unavailable before Beam is imported: Beam then skips
     them, as it does where their client libraries are not installed; the _DEFERRED_FILESYSTEMS
-    too, until load_filesystems_on_demand() is in place; and beartype until it is used
-    (startup.defer_beartype). For the `beamcrawl` program only (a
+    too, until load_filesystems_on_demand() is in place; and beartype and the
+    _DEFERRED_IMPORTS until they are used (startup.defer_beartype, defer_module). For the `beamcrawl` program only (a
     library user's process is left alone); pipelines on a cluster import Beam in their own
     workers."""
     if 'apache_beam' not in sys.modules:
         startup.defer_beartype()
+        for name in _DEFERRED_IMPORTS:
+            startup.defer_module(name)
         for name in _UNUSED_BEAM_IMPORTS:
             sys.modules.setdefault(name, None)
         for scheme, name in _DEFERRED_FILESYSTEMS.items():

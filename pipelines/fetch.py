@@ -55,7 +55,7 @@ def run(args, cfg, now, beam_args):
             log.info('fetch: resuming %s: %d of %d URLs were fetched before, %d left', segment,
                      run.before.fetched, run.generated, run.generated - run.before.fetched)
         http = settings.http_settings(cfg, fetcher.threads)
-        p = make_pipeline(beam_args, cfg)
+        p = make_pipeline(mode.pipeline_args(beam_args), cfg)
         _ = p | 'Fetch' >> run.transform(settings=fetcher, http=http,
                                          policy=settings.url_policy(cfg), now=now)
         with interrupts.graceful():

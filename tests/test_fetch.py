@@ -99,3 +99,56 @@ def test_fetch_refuses_without_agent_name(tmp_path):
     proc = run_cli('fetch', str(tmp_path), check=False)
     assert proc.returncode == 2 and 'http.agent.name is empty' in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def _coders(pipeline):
+    """{PCollection name: its coder, spelled out} of a pipeline."""
+    import re
+    proto = pipeline.to_runner_api()
+    coders = proto.components.coders
+
+    def spell(coder_id):
+        coder = coders[coder_id]
+        return (coder.spec.urn, coder.spec.payload,
+                tuple(spell(c) for c in coder.component_coder_ids))
+
+    return {re.sub(r'^[0-9]+', '', pc.unique_name): spell(pc.coder_id)
+            for pc in proto.components.pcollections.values()}
+
+
+def test_the_fetch_pipeline_is_built_without_type_inference_and_its_data_coders_stay(
+        tmp_path, cfg):
+    """On the local runner the fetch's pipeline skips Beam's type inference
+    (BatchFetch.pipeline_args). The records are read and keyed in one step, then grouped and
+    fetched: the keyed, grouped and fetched PCollections keep the coders they have with the
+    inference; only the few paths (of the fetch list, of the journals) lose their string
+    coders."""
+    from apache_beam.options.pipeline_options import TypeOptions
+
+    from beamcrawl.transforms.fetch import BatchFetch
+    from beamcrawl.transforms.runners.runtime import make_pipeline
+    mode = BatchFetch()
+    assert mode.pipeline_args(['--x=1']) == ['--x=1', '--no_pipeline_type_check']
+    for given in (['--runner', 'FlinkRunner'], ['--runner=FlinkRunner'],
+                  ['--no_pipeline_type_check'], ['--runtime_type_check']):
+        assert mode.pipeline_args(given) == given       # a cluster, or the user's own choice
+    fetch = settings.fetcher_settings(cfg)
+    fetch_list = str(tmp_path / 'part-00000.avro')
+    write_avro_file(fetch_list, CRAWL_DATUM_SCHEMA,
+                    [crawl_datum('http://a.test/', 'db_unfetched', fetch_time=0,
+                                 fetch_interval=60)])
+    coders = {}
+    for args in ([], mode.pipeline_args([])):
+        p = make_pipeline(args, cfg)
+        _ = p | 'Fetch' >> FetchSegment(
+            generate_files=[fetch_list], settings=fetch,
+            http=settings.http_settings(cfg, fetch.threads), policy=settings.url_policy(cfg),
+            now=5, journal_dir=str(tmp_path / 'journal'), run_id='r1')
+        coders[p.options.view_as(TypeOptions).pipeline_type_check] = _coders(p)
+    inferred, generic = coders[True], coders[False]
+    assert set(inferred) == set(generic)
+    data = ('Fetch/KeyBySlot/QueueOf.None', 'Fetch/GroupSlots.None', 'Fetch/Fetch.None')
+    assert all(inferred[name] == generic[name] for name in data)
+    changed = {name for name in inferred if inferred[name] != generic[name]}
+    assert changed and all(name.startswith(('Fetch/ReadFetchList/', 'Fetch/Journals/',
+                                            'Fetch/Commit')) for name in changed)

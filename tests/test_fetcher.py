@@ -382,3 +382,39 @@ def test_the_watchdog_keeps_each_thread_s_request_apart():
     finally:
         watchdog.close()
     assert results == {i: (bool(i % 2), bool(i % 2)) for i in range(8)}
+
+
+def test_the_fetch_threads_start_beside_the_caller_and_all_end_with_close(web):
+    """The first fetch thread starts in the constructor, the others from a thread of their own
+    (engine.py): every one of them has started and ended once close() returns."""
+    cfg = load_config(overrides={'http.agent.name': 'testbot', 'http.proxy.host': '127.0.0.1',
+                                 'http.proxy.port': web.port, 'fetcher.server.delay': 0.0,
+                                 'domain.extra.suffixes': 'test'})
+    fetcher = Fetcher(settings.fetcher_settings(cfg, 6), settings.http_settings(cfg, 6),
+                      settings.url_policy(cfg), NOW)
+    assert fetcher._threads[0].is_alive()              # started before the constructor returns
+    for i in range(12):
+        r = rec(f'http://codes.test/c/200?{i}')
+        fetcher.add(fetcher.queue_of(r['url']), r)
+    out = fetcher.close()
+    assert len(fetcher._threads) == 6
+    assert all(t.ident is not None and not t.is_alive() for t in fetcher._threads)
+    assert sum(1 for part, r in out if part == CRAWL_FETCH) == 12
+
+
+def test_a_fetch_goes_on_with_the_threads_the_system_let_it_start(web, monkeypatch, caplog):
+    """When the system refuses more threads, the fetch runs on those that started, says so, and
+    still gives every URL its one record."""
+    start = threading.Thread.start
+
+    def limited(thread):
+        number = thread.name.split('-')[-1]
+        if thread.name.startswith('fetcher-') and number.isdigit() and int(number) >= 2:
+            raise RuntimeError("can't start new thread")
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, 'start', limited)
+    urls = [f'http://codes.test/c/200?{i}' for i in range(10)]
+    by_url, _, _ = fetch_all(web, urls, threads=5)
+    assert {r['status'] for r in by_url.values()} == {'fetch_success'} and len(by_url) == 10
+    assert 'fetch: 2 of 5 fetch threads started' in caplog.text

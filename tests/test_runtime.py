@@ -156,6 +156,35 @@ def test_the_program_imports_beartype_when_beam_first_uses_it():
     assert out == ['False', 'True False', 'True', 'True True True']
 
 
+_HTTPLIB2_SCRIPT = '''
+import sys
+from beamcrawl.pipelines import cli
+cli.skip_unused_beam_imports()
+import apache_beam
+from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+from beamcrawl.transforms import fetch  # noqa
+stand_in = sys.modules['httplib2']
+print(getattr(stand_in, '__file__', None) is None, 'pyparsing' in sys.modules,
+      sys.modules['bson'] is None)
+from apache_beam.internal import http_client
+http = http_client.get_new_http()
+import httplib2
+print(httplib2 is sys.modules['httplib2'] is not stand_in, httplib2.__file__.endswith('.py'),
+      isinstance(http, httplib2.Http), stand_in.Http is httplib2.Http)
+'''
+
+
+def test_the_program_imports_httplib2_when_beam_first_uses_it():
+    """The `beamcrawl` program starts without httplib2, which Beam imports only for staging
+    files to a cluster (startup.defer_module), nor bson; the first use of httplib2 imports the
+    real module, which then stands in sys.modules, and the stand-in forwards to it."""
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, '-c', _HTTPLIB2_SCRIPT], capture_output=True,
+                         text=True, check=True).stdout.splitlines()
+    assert out == ['True False True', 'True True True True']
+
+
 class _Counted(beam.DoFn):
     """A stateful DoFn: the running count per key, from a bag of what it saw."""
     SEEN = beam.transforms.userstate.BagStateSpec('seen', beam.coders.VarIntCoder())

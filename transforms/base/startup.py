@@ -11,7 +11,9 @@ without one. What exists then (modules, classes, settings) is moved out of the c
 A process that did not call begin() (a library user's, the tests') is left alone.
 
 `defer_beartype()` puts off importing beartype, which Beam's type hints import at their top
-for one check that no beamcrawl pipeline reaches (0.04-0.05 s of every command's start).
+for one check that no beamcrawl pipeline reaches (0.04-0.05 s of every command's start);
+`defer_module()` puts off importing a module that is imported whole and used only through its
+attributes, later (httplib2, for Beam's staging of files to a cluster).
 """
 
 import gc
@@ -19,7 +21,7 @@ import importlib.util
 import sys
 import types
 
-__all__ = ['begin', 'end', 'defer_beartype']
+__all__ = ['begin', 'end', 'defer_beartype', 'defer_module']
 
 _state = {'begun': False}
 
@@ -92,3 +94,27 @@ def _real_beartype() -> types.ModuleType:
             if parent == 'beartype' and module is not None and not hasattr(package, child):
                 setattr(package, child, module)
     return sys.modules['beartype']
+
+
+def defer_module(name: str) -> None:
+    """Puts a stand-in for the top-level module `name` in sys.modules (before anything imports
+    it; once): the real module is imported when an attribute of it is first read, and the
+    stand-in then forwards to it. For a module that its importers import whole (`import
+    name`) and use in their functions only; `from name import x` would import it at once."""
+    if name in sys.modules or '.' in name:
+        return
+    spec = importlib.util.find_spec(name)
+    if spec is None:
+        return
+    stand_in = types.ModuleType(name, f'A stand-in until {name} is used (startup.py).')
+    stand_in.__getattr__ = lambda attribute: _attribute(lambda: _real_module(name, stand_in),
+                                                        attribute)
+    sys.modules[name] = stand_in
+
+
+def _real_module(name: str, stand_in: types.ModuleType) -> types.ModuleType:
+    """The real module in a stand-in's place (imported on the first call)."""
+    if sys.modules.get(name) is stand_in:
+        del sys.modules[name]
+        importlib.import_module(name)
+    return sys.modules[name]

@@ -108,9 +108,25 @@ class Fetcher:
         self._monitor = Monitor(settings, self.started, progress=self._progress,
                                 stop_fetching=self.stop, finished=lambda: self._stopped,
                                 interrupted=INTERRUPTED)
-        for thread in self._threads:
-            thread.start()
+        # Each start waits until the new thread runs: a millisecond or more on a busy machine,
+        # 0.03 s for 30 threads before the caller could add its first URL. The first thread
+        # starts here (an error to start it is the caller's), the others from a thread of
+        # their own, while the caller adds URLs and the threads started first fetch them.
+        self._threads[0].start()
+        self._starter = threading.Thread(target=self._start_threads, name='fetcher-start',
+                                         daemon=True)
+        self._starter.start()
         self._monitor.start()
+
+    def _start_threads(self) -> None:
+        for i, thread in enumerate(self._threads[1:], 1):
+            try:
+                thread.start()
+            except RuntimeError as e:        # the system's limit of threads: go on with fewer
+                log.warning('fetch: %d of %d fetch threads started (%s)', i,
+                            len(self._threads), e)
+                del self._threads[i:]
+                return
 
     # -- the caller's side ----------------------------------------------------------------
     def queue_of(self, url: str) -> Optional[str]:
@@ -164,6 +180,7 @@ class Fetcher:
         out = []
         while not self.done():
             out.extend(self.take(wait=0.2))
+        self._starter.join()
         for thread in self._threads:
             thread.join()
         self.http.close()

@@ -101,7 +101,7 @@ class TestWeb:
         class Handler(_Handler):
             testweb = web
 
-        self._server = ThreadingHTTPServer(('127.0.0.1', 0), Handler)
+        self._server = _Server(('127.0.0.1', 0), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True,
                                         name='testweb')
@@ -161,6 +161,15 @@ class TestWeb:
     def _record(self, entry: LoggedRequest) -> None:
         with self._lock:
             self.log.append(entry)
+
+
+class _Server(ThreadingHTTPServer):
+    """The test web's server. Its queue of connections not yet accepted holds 128, as a web
+    server's or a proxy's does, rather than socketserver's 5: the fetcher's threads open their
+    connections to the one proxy port all at once, and the kernel drops a connection attempt
+    beyond the queue, which the client then retries after 1 s (TCP's first retransmission): a
+    host of the test web would start a second or more late (docs/performance.md)."""
+    request_queue_size = 128
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -91,6 +91,10 @@ class StreamingFetch:
             else ['--max_bundle_time_mills=20']
         return list(beam_args) + ['--streaming'] + extra
 
+    def pipeline_args(self, beam_args):
+        """The options of the fetch's own pipeline: beam_args' (BatchFetch.pipeline_args)."""
+        return list(beam_args)
+
     def transform(self, **kwargs):
         return StreamingFetchSegment(poll_s=self.poll_s, **kwargs)
 
