@@ -283,7 +283,10 @@ class LocalFlink:
         if 'job server' in missing:
             log.info('flink: starting the Beam job server on port %d', self.ports['job'])
             self._spawn('job server', 'jobserver', [
-                shutil.which('java') or 'java', '-jar', self.jar, '--job-host', self.bind,
+                # the jobs carry no jar: the cluster's class path has the runner's classes
+                # (run/lib/), docs/performance.md "Flink's fixed cost"
+                shutil.which('java') or 'java', '-jar', self.jar, '--classes-on-cluster',
+                '--job-host', self.bind,
                 '--job-port', str(self.ports['job']),
                 '--artifact-port', str(self.ports['artifact']), '--expansion-port', '0',
                 '--flink-master', self.rest()], env)
