@@ -53,7 +53,7 @@ from beamcrawl.transforms.runners.services import (connect_host, default_home, h
                                                    remember_home, terminate)
 from beamcrawl.transforms.storage.locks import process_alive as pid_alive
 
-__all__ = ['LocalFlink', 'PORTS', 'DEFAULT_PORTS', 'DEFAULT_BIND', 'pid_alive']
+__all__ = ['LocalFlink', 'PORTS', 'DEFAULT_PORTS', 'DEFAULT_BIND', 'pid_alive', 'probed_by_start']
 
 log = logging.getLogger('beamcrawl')
 
@@ -237,8 +237,9 @@ class LocalFlink:
     def running(self) -> bool:
         return all(s.startswith('running') for s in self.status().values())
 
-    def start(self) -> None:
-        """Prepares what is missing, starts what is not running, waits until all answer."""
+    def start(self, probe_timeout: Optional[float] = None) -> None:
+        """Prepares what is missing, starts what is not running, waits until all answer, then
+        probes the workers (`_probe`; `probe_timeout` seconds, else runner.probe.timeout)."""
         self.prepare()
         os.makedirs(self.run_dir, exist_ok=True)
         status = self.status()
@@ -260,9 +261,11 @@ class LocalFlink:
         prefix = []
         if self.isolate and 'taskmanager' in missing:
             prefix = _isolation_prefix(self._installed())
-        with open(self.record, 'w', encoding='utf-8') as f:
-            json.dump({'ports': self.ports, 'bind': self.bind, 'taskmanagers': self.taskmanagers,
-                       'isolate': self.isolate}, f)
+        record = {'ports': self.ports, 'bind': self.bind, 'taskmanagers': self.taskmanagers,
+                  'isolate': self.isolate}
+        if len(missing) < len(status) and 'probed' in self._read_record():
+            record['probed'] = self._read_record()['probed']      # still true of what runs
+        self._write_record(record)
         remember_home('flink', self.home)
         sdkboot.boot_script(self.boot, self.python)
         env = self._env()
@@ -298,6 +301,68 @@ class LocalFlink:
                 str(self.ports['pool']), self.bind, self.boot], env)
         self._wait_ready()
         log.info('flink: listening on %s', self.listening())
+        if not self.probed(self._address('job'), _environment(self.options())):
+            self._probe(probe_timeout)
+
+    def _probe(self, timeout_s: Optional[float]) -> None:
+        """Runs the worker probe (runners/portable.py probe_workers) on the running cluster, and
+        records that it passed, with the pids of the job server and the worker pool it passed
+        with: a command whose options name this cluster's job server and workers trusts that
+        record instead of running a probe job of its own (`probed_by_start`). A probe that fails
+        stops `start` with its one line."""
+        from apache_beam.options.pipeline_options import PipelineOptions
+
+        from beamcrawl.transforms.runners import portable
+        if timeout_s is None:
+            from beamcrawl.transforms.base.config import load_config
+            timeout_s = load_config()['runner.probe.timeout']
+        record = self._read_record()
+        record.pop('probed', None)
+        self._write_record(record)
+        options = self.options()
+        log.info('flink: running the worker probe (a one-element job)')
+        beam_options = PipelineOptions(options)
+        portable.skip_submission_environment(beam_options)
+        portable.probe_workers(beam_options, timeout_s, self.rest(), trust_start=False)
+        record['probed'] = {'job': self._address('job'), 'environment': _environment(options),
+                            'pids': self._probed_pids()}
+        self._write_record(record)
+
+    def _read_record(self) -> dict:
+        try:
+            with open(self.record, encoding='utf-8') as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return {}
+
+    def _write_record(self, record: dict) -> None:
+        aside = f'{self.record}.{os.getpid()}'
+        with open(aside, 'w', encoding='utf-8') as f:
+            json.dump(record, f)
+        os.replace(aside, self.record)
+
+    def _probed_pids(self) -> List[int]:
+        """What a probe vouches for: the job server and the worker pool that ran it (the
+        workers of a PROCESS environment are started by the same boot program from any
+        TaskManager, a new one included)."""
+        pids = self.pids()
+        return sorted(pids['job server'] + pids['worker pool'])
+
+    def probed(self, job_endpoint: str, environment: List[str]) -> bool:
+        """Whether this home's `start` probed the workers of `environment` ([type, config])
+        behind the job server at `job_endpoint` with the job server and worker pool that run now,
+        and every process of the cluster runs (and the worker pool, if any, answers)."""
+        probed = self._read_record().get('probed')
+        if not isinstance(probed, dict) or probed.get('job') != job_endpoint or \
+                probed.get('environment') != environment:
+            return False
+        pids = probed.get('pids') or []
+        if not pids or sorted(pids) != self._probed_pids() or not self.running():
+            return False
+        if environment[0] == 'EXTERNAL':
+            host, _, port = environment[1].rpartition(':')
+            return port.isdigit() and port_open(host.strip('[]'), int(port))
+        return True
 
     def _start_taskmanagers(self, env: Dict[str, str], prefix: List[str]) -> None:
         """Starts each TaskManager that does not run, in the foreground of a process of its own
@@ -428,6 +493,24 @@ class LocalFlink:
         if os.path.exists(self.record):
             os.remove(self.record)
         return stopped
+
+
+def _environment(options: List[str]) -> List[str]:
+    """[environment type, environment config or options] of a cluster's Beam options."""
+    kind = options[options.index('--environment_type') + 1]
+    flag = '--environment_config' if '--environment_config' in options else \
+        '--environment_options'
+    return [kind, options[options.index(flag) + 1]]
+
+
+def probed_by_start(job_endpoint: str, environment: List[str]) -> bool:
+    """Whether the local cluster in the flink home (BEAMCRAWL_FLINK_HOME, else the last
+    `start`'s, else .flink beside the source tree) runs the job server at `job_endpoint` and the
+    workers of `environment`, which its `start` probed (LocalFlink.probed)."""
+    home = default_home('flink')
+    if not os.path.isfile(os.path.join(home, 'run', 'cluster.json')):
+        return False
+    return LocalFlink(home).probed(job_endpoint, environment)
 
 
 def _kept_in_tmp(paths: List[str]) -> List[str]:
