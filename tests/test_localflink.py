@@ -184,3 +184,40 @@ def test_a_command_trusts_the_probe_of_start_only_while_its_cluster_runs(state, 
     process = ['PROCESS', 'process_command=/x/sdk-worker']
     monkeypatch.setenv('BEAMCRAWL_FLINK_HOME', _probed_home(tmp_path, job, process, [me, me]))
     assert probed_by_start(job, process)
+
+
+_FORKED = '''
+import os, sys, threading
+from beamcrawl.transforms.runners import workerpool
+
+def run(argv):
+    if argv == ['wait']:
+        threading.Event().wait()
+    with open(argv[0], 'w') as f:
+        f.write(' '.join([*argv[1:], str(os.getppid()),
+                          str('apache_beam.runners.worker.sdk_worker_main' in sys.modules)]))
+    return 0
+
+forker = workerpool._Forker(run)
+worker = forker.start([sys.argv[1], '--id=1', '--x=y'])
+assert worker.wait(60) == 0
+waiting = forker.start(['wait'])
+try:
+    waiting.wait(0.2)
+    raise SystemExit('a waiting worker ended by itself')
+except workerpool.subprocess.TimeoutExpired:
+    pass
+waiting.terminate()
+waiting.wait(60)                                # it ends when terminated
+print(forker.pid)
+forker.close()
+'''
+
+
+def test_the_pools_workers_are_forked_from_a_process_with_beams_harness_imported(tmp_path):
+    out = tmp_path / 'worker'
+    proc = subprocess.run([sys.executable, '-c', _FORKED, str(out)], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    forker = proc.stdout.strip().splitlines()[-1]
+    assert out.read_text() == f'--id=1 --x=y {forker} True'

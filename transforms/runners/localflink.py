@@ -298,7 +298,7 @@ class LocalFlink:
                      self.python)
             self._spawn('worker pool', 'workerpool', [
                 self.python, '-m', 'beamcrawl.transforms.runners.workerpool',
-                str(self.ports['pool']), self.bind, self.boot], env)
+                str(self.ports['pool']), self.bind, self.boot, '--fork'], env)
         self._wait_ready()
         log.info('flink: listening on %s', self.listening())
         if not self.probed(self._address('job'), _environment(self.options())):
