@@ -170,6 +170,19 @@ def test_the_cluster_runs_jobs_with_the_beam_runner_of_its_class_path(built, clu
     assert config['classloader.resolve-order'] == 'parent-first'
 
 
+def _command_line(pid):
+    with open(f'/proc/{pid}/cmdline', 'rb') as f:
+        return f.read().split(b'\0')
+
+
+def test_only_the_taskmanagers_jvm_runs_the_optimizing_compiler(cluster):
+    # the JobManager and the job server run control code only (localflink._CONTROL_JVM_OPTIONS)
+    pids = cluster.pids()
+    for name in ('jobmanager', 'job server'):
+        assert b'-XX:TieredStopAtLevel=1' in _command_line(pids[name][0]), name
+    assert b'-XX:TieredStopAtLevel=1' not in _command_line(pids['taskmanager'][0])
+
+
 def test_start_is_idempotent_and_status_says_what_runs(cluster):
     proc = subprocess.run([sys.executable, '-m', 'beamcrawl.pipelines.cli', 'flink', 'start',
                            '--home', cluster.home], capture_output=True, text=True, cwd=ROOT)

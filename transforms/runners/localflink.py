@@ -12,13 +12,14 @@ cluster from any directory; else `.flink/` beside the source tree):
                    executable that starts an SDK worker: runners/sdkboot.py); run/tmp/ is the
                    JobManager's io.tmp.dirs, run/taskmanager-K/ TaskManager K's working
                    directory and run/taskmanager-K/tmp/ its io.tmp.dirs (it keeps each job's
-                   jars there, about 150 MB a job, until a few seconds after the job:
-                   BLOB_CLEANUP_S); `stop` removes them, so that no run leaves files in /tmp
+                   files there until a few seconds after the job: BLOB_CLEANUP_S); `stop` removes them, so that no run leaves files in /tmp
 
-`start` runs a JobManager and a TaskManager (2 slots), the job server and a Beam worker pool
-from this Python's environment, waits until all answer, and returns the Beam options that
-submit a pipeline to them. With `--taskmanagers N` (N > 1) it runs N TaskManagers of
-2 / N slots (at least 1) each, and no worker pool: each TaskManager starts its own SDK workers
+`start` runs a JobManager and a TaskManager (2 slots), the job server (its jobs carry no jar:
+the cluster's class path has the runner's classes) and a Beam worker pool from this Python's
+environment (forking its workers: runners/workerpool.py), waits until all answer, runs the
+worker probe once and records it in run/cluster.json (commands on this cluster then run none:
+`probed_by_start`), and returns the Beam options that submit a pipeline to them. With
+`--taskmanagers N` (N > 1) it runs N TaskManagers of 2 / N slots (at least 1) each, and no worker pool: each TaskManager starts its own SDK workers
 (Beam's PROCESS environment). With `--isolate` each TaskManager, and so each of its workers,
 runs in a mount namespace of its own (`unshare --mount`) with a private, empty /tmp and its
 own working directory: like the hosts of a real cluster, the workers share nothing with the
@@ -71,12 +72,13 @@ _PROCESS_PORTS = {'jobmanager': ('rest', 'rpc'), 'taskmanager': (),
                   'job server': ('job', 'artifact'), 'worker pool': ('pool',)}
 # A private /tmp of an isolated TaskManager: a tmpfs of this size.
 _PRIVATE_TMP_SIZE = '2g'
-# Every Beam stage is a Flink job that ships the job server's jar (about 150 MB) to the
-# TaskManager, which keeps it in run/tmp/tm_*/blobStorage/job_<id>/ until its blob cache's
-# cleanup task finds the job unused for one cleanup interval. Flink's default interval, an
-# hour, let the folder grow by 150 MB a stage (3.6 GB after 20 stages). With a few seconds, a
-# finished job's jar is gone within twice the interval: only the jobs of the last seconds keep
-# theirs. (The JobManager deletes its copy when the job ends.)
+# Every Beam stage is a Flink job whose files the TaskManager keeps in
+# run/tmp/tm_*/blobStorage/job_<id>/ until its blob cache's cleanup task finds the job unused for
+# one cleanup interval. A job of Beam's own job server ships that server's jar (about 150 MB):
+# with Flink's default interval, an hour, the folder grew by 150 MB a stage (3.6 GB after 20
+# stages). The job server `start` runs ships no jar (--classes-on-cluster), and with a few
+# seconds a finished job's files are gone within twice the interval. (The JobManager deletes
+# its copy when the job ends.)
 BLOB_CLEANUP_S = 5
 _READY_TIMEOUT_S = 180.0
 DEFAULT_BIND = 'localhost'
@@ -90,6 +92,15 @@ DEFAULT_BIND = 'localhost'
 # enough (tests/test_flink.py).
 _NETWORK_MEMORY = ('-D', 'taskmanager.memory.network.min=256mb',
                    '-D', 'taskmanager.memory.network.max=256mb')
+
+# The JobManager and the job server handle no records (the TaskManagers and the SDK workers do):
+# only Beam's and Flink's control code, of which every job runs a little more. HotSpot's
+# optimizing compiler (C2) kept compiling it job after job (measured per thread: 0.2-1.1 s of
+# CPU per job in each of the two JVMs' compiler threads, still 0.2-0.3 s at the seventh job);
+# its quick compiler alone (C1) compiles it for 0.05-0.1 s. The TaskManagers keep both: they
+# carry every record.
+_CONTROL_JVM_OPTIONS = ('-XX:TieredStopAtLevel=1',)
+
 
 class LocalFlink:
     """The cache folder and the processes of one local cluster."""
@@ -276,7 +287,8 @@ class LocalFlink:
             log.info('flink: starting a JobManager')
             code = subprocess.call([os.path.join(self.flink_home, 'bin', 'jobmanager.sh'),
                                     'start', *self._flink_properties()],
-                                   env=env, stdout=subprocess.DEVNULL,
+                                   env=dict(env, FLINK_ENV_JAVA_OPTS_JM=' '.join(
+                                       _CONTROL_JVM_OPTIONS)), stdout=subprocess.DEVNULL,
                                    stderr=subprocess.DEVNULL, start_new_session=True)
             if code != 0:
                 raise UserError(f'starting the Flink jobmanager failed; see '
@@ -288,7 +300,8 @@ class LocalFlink:
             self._spawn('job server', 'jobserver', [
                 # the jobs carry no jar: the cluster's class path has the runner's classes
                 # (run/lib/), docs/performance.md "Flink's fixed cost"
-                shutil.which('java') or 'java', '-jar', self.jar, '--classes-on-cluster',
+                shutil.which('java') or 'java', *_CONTROL_JVM_OPTIONS, '-jar', self.jar,
+                '--classes-on-cluster',
                 '--job-host', self.bind,
                 '--job-port', str(self.ports['job']),
                 '--artifact-port', str(self.ports['artifact']), '--expansion-port', '0',
