@@ -64,14 +64,37 @@ class Cluster:
         self.home = os.path.join(ROOT, '.flink', 'bench', uuid.uuid4().hex[:6])
         os.makedirs(self.home)
         for part in (built.build.build_dir, built.flink_home, built.build.downloads):
-            os.symlink(part, os.path.join(self.home, os.path.basename(part)))
+            target = part
+            if part == built.build.build_dir and path:
+                target = self._job_server_of(path)
+            os.symlink(target, os.path.join(self.home, os.path.basename(part)))
         ports = dict(zip(PORTS, free_ports(len(PORTS))))
         self._cli('start', *[a for name, port in ports.items()
                              for a in (f'--{name}-port', str(port))])
         self.flink = LocalFlink(self.home)          # the recorded cluster: its pids, options
 
+    def _job_server_of(self, path):
+        """The job server's build folder for the code on `path`: this tree's when its Maven
+        project is the same, else one of its own (.flink/bench-builds/DIGEST, built by its
+        `start` once and kept)."""
+        from beamcrawl.transforms.runners.flinkbuild import job_server_digest
+        theirs = subprocess.run(
+            [sys.executable, '-c', 'from beamcrawl.transforms.runners.flinkbuild import '
+             'job_server_digest; print(job_server_digest())'],
+            env=dict(os.environ, PYTHONPATH=path), capture_output=True, text=True,
+            check=True).stdout.strip().splitlines()[-1]
+        if theirs == job_server_digest():
+            return os.path.join(ROOT, '.flink', 'job-server')
+        folder = os.path.join(ROOT, '.flink', 'bench-builds', theirs[:16])
+        os.makedirs(folder, exist_ok=True)
+        return folder
+
     def env(self):
-        return dict(os.environ, PYTHONPATH=self.path) if self.path else None
+        # the home: where a command finds the record of the probe this cluster's start ran
+        env = dict(os.environ, BEAMCRAWL_FLINK_HOME=self.home)
+        if self.path:
+            env['PYTHONPATH'] = self.path
+        return env
 
     def _cli(self, *args):
         subprocess.run(beamcrawl('flink', *args, '--home', self.home), cwd=ROOT, env=self.env(),
@@ -102,6 +125,24 @@ class Run:
     @property
     def cpu(self):
         return sum(self.groups.values())
+
+
+def _copy_extensions(rev, work):
+    """Copies this tree's compiled C extensions into REV's worktree where REV's C source is the
+    same (a worktree has none built: its stages would run the Python fallbacks)."""
+    tree = os.path.join(work, 'against')
+    for folder, _, names in os.walk(os.path.join(ROOT, 'transforms')):
+        for name in names:
+            if not name.endswith('.so'):
+                continue
+            source = os.path.join(folder, name.split('.')[0] + '.c')
+            relative = os.path.relpath(source, ROOT)
+            same = subprocess.run(['git', 'diff', '--quiet', rev, '--', relative], cwd=ROOT)
+            if os.path.isfile(source) and same.returncode == 0:
+                shutil.copy2(os.path.join(folder, name),
+                             os.path.join(tree, os.path.relpath(folder, ROOT), name))
+            else:
+                print(f'  ({relative} differs at {rev}: its stages run without it)', flush=True)
 
 
 def run_once(stage, pristine, work, urls, extra, cluster=None, options=()):
@@ -160,6 +201,7 @@ def main():
         if args.against:
             paths = {f'flink@{args.against}': bench_batch._tree_of(args.against, work),  # noqa: SLF001
                      'flink': None}
+            _copy_extensions(args.against, work)
         seeds = os.path.join(work, 'warm', 'seeds.txt')
         os.makedirs(os.path.dirname(seeds))
         with open(seeds, 'w') as f:

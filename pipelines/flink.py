@@ -57,7 +57,7 @@ def run(args, cfg, now, beam_args):
                        bind=args.bind or cfg['runner.flink.bind'],
                        taskmanagers=args.taskmanagers, isolate=args.isolate)
     if args.action == 'start':
-        flink.start()
+        flink.start(probe_timeout=cfg['runner.probe.timeout'])
         print(' '.join(flink.options()))
         return 0
     if args.action == 'stop':
@@ -68,16 +68,16 @@ def run(args, cfg, now, beam_args):
         for name, state in flink.status().items():
             print(f'{name}: {state}')
         return 0 if flink.running() else 3
-    return _demo(flink, args)
+    return _demo(flink, args, cfg)
 
 
-def _demo(flink, args):
+def _demo(flink, args, cfg):
     from beamcrawl.transforms.storage.crawl_diff import crawl_differences
     when = args.now or DEMO_NOW
     base = os.path.join(flink.home, 'demo')
     shutil.rmtree(base, ignore_errors=True)
     cluster, local = os.path.join(base, 'cluster'), os.path.join(base, 'local')
-    flink.start()
+    flink.start(probe_timeout=cfg['runner.probe.timeout'])
     try:
         code = run_command('demo', [cluster, '--rounds', '2', '--now', when, *flink.options()])
     finally:

@@ -170,6 +170,19 @@ def test_the_cluster_runs_jobs_with_the_beam_runner_of_its_class_path(built, clu
     assert config['classloader.resolve-order'] == 'parent-first'
 
 
+def _command_line(pid):
+    with open(f'/proc/{pid}/cmdline', 'rb') as f:
+        return f.read().split(b'\0')
+
+
+def test_only_the_taskmanagers_jvm_runs_the_optimizing_compiler(cluster):
+    # the JobManager and the job server run control code only (localflink._CONTROL_JVM_OPTIONS)
+    pids = cluster.pids()
+    for name in ('jobmanager', 'job server'):
+        assert b'-XX:TieredStopAtLevel=1' in _command_line(pids[name][0]), name
+    assert b'-XX:TieredStopAtLevel=1' not in _command_line(pids['taskmanager'][0])
+
+
 def test_start_is_idempotent_and_status_says_what_runs(cluster):
     proc = subprocess.run([sys.executable, '-m', 'beamcrawl.pipelines.cli', 'flink', 'start',
                            '--home', cluster.home], capture_output=True, text=True, cwd=ROOT)
@@ -285,11 +298,37 @@ def test_workers_without_beamcrawl_give_one_line(cluster, tmp_path):
     assert not _running_jobs(cluster), proc.stderr
 
 
-def _running_jobs(cluster):
+def test_a_worker_pool_gone_since_start_gives_one_line(cluster, tmp_path):
+    # `start` probed the pool; a command trusts that only while the same pool runs
+    pools = cluster.pids()['worker pool']
+    for pid in pools:
+        os.kill(pid, signal.SIGTERM)
+    while any(pid_alive(pid) for pid in pools):
+        time.sleep(0.05)
+    try:
+        proc = run_cli('inject', str(tmp_path / 'c'),
+                       write_seeds(tmp_path / 's', ['http://a.test/']),
+                       '-D', 'runner.probe.timeout=60', *cluster.options(), check=False,
+                       timeout=600)
+    finally:
+        cluster.start()                     # a new pool, probed
+    assert proc.returncode == 2, proc.stderr
+    line = proc.stderr.strip().splitlines()[-1]
+    assert line.startswith('beamcrawl inject: ') and 'probe job' in line, line
+    assert 'Traceback' not in proc.stderr
+    assert not os.path.exists(tmp_path / 'c' / 'crawldb' / 'current')
+    assert not _running_jobs(cluster), proc.stderr
+
+
+def _jobs(cluster):
     with urllib.request.urlopen(f'http://{cluster.rest()}/jobs/overview',
                                 timeout=10) as response:
-        jobs = json.loads(response.read().decode('utf-8'))['jobs']
-    return [job for job in jobs if job['state'] not in ('FINISHED', 'CANCELED', 'FAILED')]
+        return json.loads(response.read().decode('utf-8'))['jobs']
+
+
+def _running_jobs(cluster):
+    return [job for job in _jobs(cluster)
+            if job['state'] not in ('FINISHED', 'CANCELED', 'FAILED')]
 
 
 def _job_folders(cluster):
@@ -313,10 +352,12 @@ def _size(folder):
 def test_the_cluster_folder_does_not_grow_with_every_stage(cluster, tmp_path):
     seeds = write_seeds(tmp_path / 'seeds.txt', [f'http://d{i}.test/p' for i in range(20)])
     sizes = []
+    jobs = len(_jobs(cluster))
     for i in range(4):
-        # two Flink jobs: the worker probe and the inject stage
+        # one Flink job: the inject stage (`start` probed the workers: no probe job)
         run_cli('inject', str(tmp_path / f'crawl{i}'), seeds, '--now', NOW, *cluster.options(),
                 timeout=600)
+        assert len(_jobs(cluster)) == jobs + i + 1
         # Finished jobs' files go when the TaskManager's blob cache cleans up (a few seconds
         # after the job; an hour with Flink's default settings): await it by observation.
         while _job_folders(cluster):

@@ -1,6 +1,7 @@
 """The local Flink cluster's settings, without running Flink: ports, where its home is found,
 and the one-line errors of `beamcrawl flink start`. (tests/test_flink.py runs the cluster.)"""
 
+import json
 import os
 import shutil
 import socket
@@ -11,7 +12,7 @@ import pytest
 
 from beamcrawl.transforms.runners.flinkbuild import (_JAR, _LIB_JAR, FLINK_VERSION,
                                                     job_server_digest)
-from beamcrawl.transforms.runners.localflink import LocalFlink, _kept_in_tmp
+from beamcrawl.transforms.runners.localflink import LocalFlink, _kept_in_tmp, probed_by_start
 from beamcrawl.transforms.runners.services import default_home, remember_home
 from tests.conftest import ROOT
 
@@ -126,3 +127,97 @@ def test_status_from_another_directory_finds_the_home_start_used(state, tmp_path
 def test_an_isolated_taskmanager_keeps_the_entries_of_tmp_that_hold_the_installation(paths,
                                                                                      kept):
     assert _kept_in_tmp(paths) == kept
+
+
+def _probed_home(tmp_path, job, environment, pids, pool=None):
+    """A home whose cluster.json records a probe by `start` (LocalFlink._probe) and whose pid
+    files name live processes (this one; the worker pool's: `pool`, else this one)."""
+    home = tmp_path / 'home'
+    shutil.rmtree(home, ignore_errors=True)
+    (home / 'run').mkdir(parents=True)
+    (home / 'run' / 'cluster.json').write_text(json.dumps(
+        {'ports': {}, 'bind': 'localhost', 'probed': {'job': job, 'environment': environment,
+                                                       'pids': pids}}))
+    for name in ('flink-root-standalonesession.pid', 'taskmanager-1.pid', 'jobserver.pid'):
+        (home / 'run' / name).write_text(f'{os.getpid()}\n')
+    (home / 'run' / 'workerpool.pid').write_text(f'{pool or os.getpid()}\n')
+    return str(home)
+
+
+def test_a_command_trusts_the_probe_of_start_only_while_its_cluster_runs(state, tmp_path,
+                                                                         monkeypatch):
+    ended = int(subprocess.run([sys.executable, '-c', 'import os; print(os.getpid())'],
+                               capture_output=True, text=True, check=True).stdout)
+    me = os.getpid()
+    with socket.socket() as pool:
+        pool.bind(('127.0.0.1', 0))
+        pool.listen()
+        (job,) = free_ports(1)
+        job, where = f'localhost:{job}', f'localhost:{pool.getsockname()[1]}'
+        external = ['EXTERNAL', where]
+        monkeypatch.setenv('BEAMCRAWL_FLINK_HOME', _probed_home(tmp_path, job, external,
+                                                                [me, me]))
+        assert probed_by_start(job, external)
+        assert not probed_by_start('localhost:1', external)           # another job server
+        assert not probed_by_start(job, ['EXTERNAL', 'localhost:1'])  # another pool
+        assert not probed_by_start(job, ['PROCESS', where])
+        monkeypatch.setenv('BEAMCRAWL_FLINK_HOME', str(tmp_path / 'nothing'))
+        assert not probed_by_start(job, external)                     # no cluster there
+        # the pool that start probed has ended (another one runs, or none)
+        other = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])
+        try:
+            monkeypatch.setenv('BEAMCRAWL_FLINK_HOME', _probed_home(tmp_path, job, external,
+                                                                    [me, me], pool=other.pid))
+            assert not probed_by_start(job, external)
+        finally:
+            other.kill()
+            other.wait()
+        monkeypatch.setenv('BEAMCRAWL_FLINK_HOME', _probed_home(tmp_path, job, external,
+                                                                [me, ended], pool=ended))
+        assert not probed_by_start(job, external)
+        home = _probed_home(tmp_path, job, external, [me, me])
+        monkeypatch.setenv('BEAMCRAWL_FLINK_HOME', home)
+        os.remove(os.path.join(home, 'run', 'taskmanager-1.pid'))     # no TaskManager runs
+        assert not probed_by_start(job, external)
+        _probed_home(tmp_path, job, external, [me, me])
+    assert not probed_by_start(job, external)                 # the pool no longer answers
+    process = ['PROCESS', 'process_command=/x/sdk-worker']
+    monkeypatch.setenv('BEAMCRAWL_FLINK_HOME', _probed_home(tmp_path, job, process, [me, me]))
+    assert probed_by_start(job, process)
+
+
+_FORKED = '''
+import os, sys, threading
+from beamcrawl.transforms.runners import workerpool
+
+def run(argv):
+    if argv == ['wait']:
+        threading.Event().wait()
+    with open(argv[0], 'w') as f:
+        f.write(' '.join([*argv[1:], str(os.getppid()),
+                          str('apache_beam.runners.worker.sdk_worker_main' in sys.modules)]))
+    return 0
+
+forker = workerpool._Forker(run)
+worker = forker.start([sys.argv[1], '--id=1', '--x=y'])
+assert worker.wait(60) == 0
+waiting = forker.start(['wait'])
+try:
+    waiting.wait(0.2)
+    raise SystemExit('a waiting worker ended by itself')
+except workerpool.subprocess.TimeoutExpired:
+    pass
+waiting.terminate()
+waiting.wait(60)                                # it ends when terminated
+print(forker.pid)
+forker.close()
+'''
+
+
+def test_the_pools_workers_are_forked_from_a_process_with_beams_harness_imported(tmp_path):
+    out = tmp_path / 'worker'
+    proc = subprocess.run([sys.executable, '-c', _FORKED, str(out)], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    forker = proc.stdout.strip().splitlines()[-1]
+    assert out.read_text() == f'--id=1 --x=y {forker} True'

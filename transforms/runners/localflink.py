@@ -12,13 +12,14 @@ cluster from any directory; else `.flink/` beside the source tree):
                    executable that starts an SDK worker: runners/sdkboot.py); run/tmp/ is the
                    JobManager's io.tmp.dirs, run/taskmanager-K/ TaskManager K's working
                    directory and run/taskmanager-K/tmp/ its io.tmp.dirs (it keeps each job's
-                   jars there, about 150 MB a job, until a few seconds after the job:
-                   BLOB_CLEANUP_S); `stop` removes them, so that no run leaves files in /tmp
+                   files there until a few seconds after the job: BLOB_CLEANUP_S); `stop` removes them, so that no run leaves files in /tmp
 
-`start` runs a JobManager and a TaskManager (2 slots), the job server and a Beam worker pool
-from this Python's environment, waits until all answer, and returns the Beam options that
-submit a pipeline to them. With `--taskmanagers N` (N > 1) it runs N TaskManagers of
-2 / N slots (at least 1) each, and no worker pool: each TaskManager starts its own SDK workers
+`start` runs a JobManager and a TaskManager (2 slots), the job server (its jobs carry no jar:
+the cluster's class path has the runner's classes) and a Beam worker pool from this Python's
+environment (forking its workers: runners/workerpool.py), waits until all answer, runs the
+worker probe once and records it in run/cluster.json (commands on this cluster then run none:
+`probed_by_start`), and returns the Beam options that submit a pipeline to them. With
+`--taskmanagers N` (N > 1) it runs N TaskManagers of 2 / N slots (at least 1) each, and no worker pool: each TaskManager starts its own SDK workers
 (Beam's PROCESS environment). With `--isolate` each TaskManager, and so each of its workers,
 runs in a mount namespace of its own (`unshare --mount`) with a private, empty /tmp and its
 own working directory: like the hosts of a real cluster, the workers share nothing with the
@@ -53,7 +54,7 @@ from beamcrawl.transforms.runners.services import (connect_host, default_home, h
                                                    remember_home, terminate)
 from beamcrawl.transforms.storage.locks import process_alive as pid_alive
 
-__all__ = ['LocalFlink', 'PORTS', 'DEFAULT_PORTS', 'DEFAULT_BIND', 'pid_alive']
+__all__ = ['LocalFlink', 'PORTS', 'DEFAULT_PORTS', 'DEFAULT_BIND', 'pid_alive', 'probed_by_start']
 
 log = logging.getLogger('beamcrawl')
 
@@ -71,12 +72,13 @@ _PROCESS_PORTS = {'jobmanager': ('rest', 'rpc'), 'taskmanager': (),
                   'job server': ('job', 'artifact'), 'worker pool': ('pool',)}
 # A private /tmp of an isolated TaskManager: a tmpfs of this size.
 _PRIVATE_TMP_SIZE = '2g'
-# Every Beam stage is a Flink job that ships the job server's jar (about 150 MB) to the
-# TaskManager, which keeps it in run/tmp/tm_*/blobStorage/job_<id>/ until its blob cache's
-# cleanup task finds the job unused for one cleanup interval. Flink's default interval, an
-# hour, let the folder grow by 150 MB a stage (3.6 GB after 20 stages). With a few seconds, a
-# finished job's jar is gone within twice the interval: only the jobs of the last seconds keep
-# theirs. (The JobManager deletes its copy when the job ends.)
+# Every Beam stage is a Flink job whose files the TaskManager keeps in
+# run/tmp/tm_*/blobStorage/job_<id>/ until its blob cache's cleanup task finds the job unused for
+# one cleanup interval. A job of Beam's own job server ships that server's jar (about 150 MB):
+# with Flink's default interval, an hour, the folder grew by 150 MB a stage (3.6 GB after 20
+# stages). The job server `start` runs ships no jar (--classes-on-cluster), and with a few
+# seconds a finished job's files are gone within twice the interval. (The JobManager deletes
+# its copy when the job ends.)
 BLOB_CLEANUP_S = 5
 _READY_TIMEOUT_S = 180.0
 DEFAULT_BIND = 'localhost'
@@ -90,6 +92,15 @@ DEFAULT_BIND = 'localhost'
 # enough (tests/test_flink.py).
 _NETWORK_MEMORY = ('-D', 'taskmanager.memory.network.min=256mb',
                    '-D', 'taskmanager.memory.network.max=256mb')
+
+# The JobManager and the job server handle no records (the TaskManagers and the SDK workers do):
+# only Beam's and Flink's control code, of which every job runs a little more. HotSpot's
+# optimizing compiler (C2) kept compiling it job after job (measured per thread: 0.2-1.1 s of
+# CPU per job in each of the two JVMs' compiler threads, still 0.2-0.3 s at the seventh job);
+# its quick compiler alone (C1) compiles it for 0.05-0.1 s. The TaskManagers keep both: they
+# carry every record.
+_CONTROL_JVM_OPTIONS = ('-XX:TieredStopAtLevel=1',)
+
 
 class LocalFlink:
     """The cache folder and the processes of one local cluster."""
@@ -237,8 +248,9 @@ class LocalFlink:
     def running(self) -> bool:
         return all(s.startswith('running') for s in self.status().values())
 
-    def start(self) -> None:
-        """Prepares what is missing, starts what is not running, waits until all answer."""
+    def start(self, probe_timeout: Optional[float] = None) -> None:
+        """Prepares what is missing, starts what is not running, waits until all answer, then
+        probes the workers (`_probe`; `probe_timeout` seconds, else runner.probe.timeout)."""
         self.prepare()
         os.makedirs(self.run_dir, exist_ok=True)
         status = self.status()
@@ -260,9 +272,11 @@ class LocalFlink:
         prefix = []
         if self.isolate and 'taskmanager' in missing:
             prefix = _isolation_prefix(self._installed())
-        with open(self.record, 'w', encoding='utf-8') as f:
-            json.dump({'ports': self.ports, 'bind': self.bind, 'taskmanagers': self.taskmanagers,
-                       'isolate': self.isolate}, f)
+        record = {'ports': self.ports, 'bind': self.bind, 'taskmanagers': self.taskmanagers,
+                  'isolate': self.isolate}
+        if len(missing) < len(status) and 'probed' in self._read_record():
+            record['probed'] = self._read_record()['probed']      # still true of what runs
+        self._write_record(record)
         remember_home('flink', self.home)
         sdkboot.boot_script(self.boot, self.python)
         env = self._env()
@@ -273,7 +287,8 @@ class LocalFlink:
             log.info('flink: starting a JobManager')
             code = subprocess.call([os.path.join(self.flink_home, 'bin', 'jobmanager.sh'),
                                     'start', *self._flink_properties()],
-                                   env=env, stdout=subprocess.DEVNULL,
+                                   env=dict(env, FLINK_ENV_JAVA_OPTS_JM=' '.join(
+                                       _CONTROL_JVM_OPTIONS)), stdout=subprocess.DEVNULL,
                                    stderr=subprocess.DEVNULL, start_new_session=True)
             if code != 0:
                 raise UserError(f'starting the Flink jobmanager failed; see '
@@ -283,7 +298,11 @@ class LocalFlink:
         if 'job server' in missing:
             log.info('flink: starting the Beam job server on port %d', self.ports['job'])
             self._spawn('job server', 'jobserver', [
-                shutil.which('java') or 'java', '-jar', self.jar, '--job-host', self.bind,
+                # the jobs carry no jar: the cluster's class path has the runner's classes
+                # (run/lib/), docs/performance.md "Flink's fixed cost"
+                shutil.which('java') or 'java', *_CONTROL_JVM_OPTIONS, '-jar', self.jar,
+                '--classes-on-cluster',
+                '--job-host', self.bind,
                 '--job-port', str(self.ports['job']),
                 '--artifact-port', str(self.ports['artifact']), '--expansion-port', '0',
                 '--flink-master', self.rest()], env)
@@ -292,9 +311,71 @@ class LocalFlink:
                      self.python)
             self._spawn('worker pool', 'workerpool', [
                 self.python, '-m', 'beamcrawl.transforms.runners.workerpool',
-                str(self.ports['pool']), self.bind, self.boot], env)
+                str(self.ports['pool']), self.bind, self.boot, '--fork'], env)
         self._wait_ready()
         log.info('flink: listening on %s', self.listening())
+        if not self.probed(self._address('job'), _environment(self.options())):
+            self._probe(probe_timeout)
+
+    def _probe(self, timeout_s: Optional[float]) -> None:
+        """Runs the worker probe (runners/portable.py probe_workers) on the running cluster, and
+        records that it passed, with the pids of the job server and the worker pool it passed
+        with: a command whose options name this cluster's job server and workers trusts that
+        record instead of running a probe job of its own (`probed_by_start`). A probe that fails
+        stops `start` with its one line."""
+        from apache_beam.options.pipeline_options import PipelineOptions
+
+        from beamcrawl.transforms.runners import portable
+        if timeout_s is None:
+            from beamcrawl.transforms.base.config import load_config
+            timeout_s = load_config()['runner.probe.timeout']
+        record = self._read_record()
+        record.pop('probed', None)
+        self._write_record(record)
+        options = self.options()
+        log.info('flink: running the worker probe (a one-element job)')
+        beam_options = PipelineOptions(options)
+        portable.skip_submission_environment(beam_options)
+        portable.probe_workers(beam_options, timeout_s, self.rest(), trust_start=False)
+        record['probed'] = {'job': self._address('job'), 'environment': _environment(options),
+                            'pids': self._probed_pids()}
+        self._write_record(record)
+
+    def _read_record(self) -> dict:
+        try:
+            with open(self.record, encoding='utf-8') as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return {}
+
+    def _write_record(self, record: dict) -> None:
+        aside = f'{self.record}.{os.getpid()}'
+        with open(aside, 'w', encoding='utf-8') as f:
+            json.dump(record, f)
+        os.replace(aside, self.record)
+
+    def _probed_pids(self) -> List[int]:
+        """What a probe vouches for: the job server and the worker pool that ran it (the
+        workers of a PROCESS environment are started by the same boot program from any
+        TaskManager, a new one included)."""
+        pids = self.pids()
+        return sorted(pids['job server'] + pids['worker pool'])
+
+    def probed(self, job_endpoint: str, environment: List[str]) -> bool:
+        """Whether this home's `start` probed the workers of `environment` ([type, config])
+        behind the job server at `job_endpoint` with the job server and worker pool that run now,
+        and every process of the cluster runs (and the worker pool, if any, answers)."""
+        probed = self._read_record().get('probed')
+        if not isinstance(probed, dict) or probed.get('job') != job_endpoint or \
+                probed.get('environment') != environment:
+            return False
+        pids = probed.get('pids') or []
+        if not pids or sorted(pids) != self._probed_pids() or not self.running():
+            return False
+        if environment[0] == 'EXTERNAL':
+            host, _, port = environment[1].rpartition(':')
+            return port.isdigit() and port_open(host.strip('[]'), int(port))
+        return True
 
     def _start_taskmanagers(self, env: Dict[str, str], prefix: List[str]) -> None:
         """Starts each TaskManager that does not run, in the foreground of a process of its own
@@ -425,6 +506,24 @@ class LocalFlink:
         if os.path.exists(self.record):
             os.remove(self.record)
         return stopped
+
+
+def _environment(options: List[str]) -> List[str]:
+    """[environment type, environment config or options] of a cluster's Beam options."""
+    kind = options[options.index('--environment_type') + 1]
+    flag = '--environment_config' if '--environment_config' in options else \
+        '--environment_options'
+    return [kind, options[options.index(flag) + 1]]
+
+
+def probed_by_start(job_endpoint: str, environment: List[str]) -> bool:
+    """Whether the local cluster in the flink home (BEAMCRAWL_FLINK_HOME, else the last
+    `start`'s, else .flink beside the source tree) runs the job server at `job_endpoint` and the
+    workers of `environment`, which its `start` probed (LocalFlink.probed)."""
+    home = default_home('flink')
+    if not os.path.isfile(os.path.join(home, 'run', 'cluster.json')):
+        return False
+    return LocalFlink(home).probed(job_endpoint, environment)
 
 
 def _kept_in_tmp(paths: List[str]) -> List[str]:

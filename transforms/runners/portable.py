@@ -295,11 +295,15 @@ def telling_line(lines: List[str]) -> str:
 
 
 def probe_workers(options: po.PipelineOptions, timeout_s: float,
-                  rest: Optional[str] = None) -> None:
+                  rest: Optional[str] = None, trust_start: bool = True) -> None:
     """With an EXTERNAL or PROCESS environment, checks once per process and endpoint that the
     runner's workers start and can import beamcrawl; raises UserError in one line otherwise.
     A probe job that did not finish in time is cancelled, on the Flink cluster at `rest` too
-    (left running, it would hold the slots every later job waits for)."""
+    (left running, it would hold the slots every later job waits for).
+
+    With `trust_start`, the workers of a local cluster whose `beamcrawl flink start` probed them
+    are not probed again while every process it probed with runs (runners/localflink.py
+    probed_by_start): a one-stage command then runs one Flink job, not two."""
     portable = options.view_as(po.PortableOptions)
     kind = (portable.environment_type or '').upper()
     if kind not in ('EXTERNAL', 'PROCESS'):
@@ -307,6 +311,13 @@ def probe_workers(options: po.PipelineOptions, timeout_s: float,
     key = (portable.job_endpoint, portable.environment_config)
     if key in _probed:
         return
+    if trust_start:
+        from beamcrawl.transforms.runners.localflink import probed_by_start
+        given = portable.environment_config or ','.join(portable.environment_options or [])
+        if probed_by_start(portable.job_endpoint, [kind, given]):
+            log.debug('the workers of %s were probed by `beamcrawl flink start`', key)
+            _probed.add(key)
+            return
     where = f'{kind} environment {portable.environment_config or ""}'.strip()
     p = beam.Pipeline(options=_batch_copy(options))
     _ = p | 'Probe' >> beam.Create([0]) | 'ImportBeamcrawl' >> beam.Map(_probe)

@@ -2,10 +2,13 @@ package org.beamcrawl.flink;
 
 import java.io.IOException;
 import java.net.InetSocketAddress;
+import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 import org.apache.beam.model.pipeline.v1.Endpoints.ApiServiceDescriptor;
+import org.apache.beam.runners.flink.ClassPathJobInvoker;
 import org.apache.beam.runners.flink.FlinkJobInvoker;
 import org.apache.beam.runners.flink.FlinkJobServerDriver;
 import org.apache.beam.runners.flink.FlinkJobServerDriver.FlinkServerConfiguration;
@@ -30,21 +33,30 @@ import org.apache.beam.vendor.grpc.v1p60p1.io.grpc.netty.NettyServerBuilder;
  * configured by the same command-line options) through a server factory that binds the host
  * of each service's URL, so `--job-host localhost` means loopback only and `--job-host 0.0.0.0`
  * every interface.
+ *
+ * <p>With the option {@value #CLASSES_ON_CLUSTER} (ours; the others are Beam's), the jobs carry no
+ * jar: the cluster has the runner's classes in its class path (ClassPathJobInvoker).
  */
 public final class BoundJobServer extends JobServerDriver {
 
-  private BoundJobServer(FlinkServerConfiguration config) {
+  static final String CLASSES_ON_CLUSTER = "--classes-on-cluster";
+
+  private BoundJobServer(FlinkServerConfiguration config, boolean classesOnCluster) {
     super(
         config,
         new BoundServerFactory(config.getHost(), config::getPort),
         new BoundServerFactory(config.getHost(), config::getArtifactPort),
-        () -> FlinkJobInvoker.create(config));
+        () -> classesOnCluster ? new ClassPathJobInvoker(config) : FlinkJobInvoker.create(config));
   }
 
   public static void main(String[] args) {
+    List<String> beam = new ArrayList<>(Arrays.asList(args));
+    boolean classesOnCluster = beam.remove(CLASSES_ON_CLUSTER);
     // The artifact staging service writes through Beam's file systems: register them first.
     FileSystems.setDefaultPipelineOptions(PipelineOptionsFactory.create());
-    new BoundJobServer(FlinkJobServerDriver.parseArgs(args)).run();
+    new BoundJobServer(
+            FlinkJobServerDriver.parseArgs(beam.toArray(new String[0])), classesOnCluster)
+        .run();
     // run() returns only once serving has failed (a port taken, say) or ended: exit, so that
     // whoever started this process sees it gone instead of a JVM that serves nothing.
     System.exit(1);
