@@ -247,3 +247,16 @@ def test_the_c_and_python_loops_write_the_same_crawldbs(tmp_path, native_db):
         out[mode] = runs
     assert out['c'] == out['python']
     assert out['c'][0][2]['updatedb.added'] > 0 and out['c'][1][2]['updatedb.updated'] > 0
+
+
+def test_a_keyed_parts_present_statuses_are_those_its_records_have():
+    """A part merged from runs keeps their table of every status; whether the join may copy
+    its untouched records (copies_unchanged) is asked of the statuses its records have."""
+    from beamcrawl.transforms.engine.reducers import _present
+    from beamcrawl.transforms.storage.keysfile import Keys
+    table = ['db_unfetched', 'db_fetched', 'fetch_success', 'linked']
+    for index, present in ((b'\x00\x01\x01', ['db_unfetched', 'db_fetched']),
+                           (b'\x03', ['linked']), (b'', []),
+                           (b'\x02\x00', ['db_unfetched', 'fetch_success'])):
+        keys = Keys(['u'] * len(index), index, table, [1] * len(index), [len(index)])
+        assert _present(keys) == present

@@ -2,7 +2,7 @@
 Reducer (a partition's groups to a part file); JoinReducer merges with the old database."""
 
 import io
-from typing import Dict, Iterable, Iterator, Optional, Sequence, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import fastavro
 
@@ -176,7 +176,7 @@ class JoinReducer(Reducer):
         if old_path is not None:
             raw_ok = container.read_header(old_path).schema == self._parsed()
             part = keysfile.open_keyed(old_path) if raw_ok else None
-            if part is not None and self.copies_unchanged(part.keys.statuses) and \
+            if part is not None and self.copies_unchanged(_present(part.keys)) and \
                     strictly_sorted(part.keys.urls):
                 self._join_copying(part, groups, path, counts)
                 return
@@ -192,3 +192,10 @@ class JoinReducer(Reducer):
                         groups.setdefault(url, []).insert(0, item)
         with partwriter.PartWriter(path, self.schema, keys=True) as out:
             self.write_grouped(groups, out, counts)
+
+
+def _present(keys: keysfile.Keys) -> List[str]:
+    """The statuses a keyed part's records have: its table may name more (a part merged from
+    runs keeps their table, which names every status of the conversion)."""
+    index = keys.status_index
+    return [status for i, status in enumerate(keys.statuses) if index.find(i) >= 0]
