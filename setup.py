@@ -35,6 +35,8 @@ setup(
     package_dir=PACKAGES,
     package_data={'beamcrawl.conf': ['*.yaml', '*.txt', '*.xml', 'flink-job-server/pom.xml',
                                       'flink-job-server/src/main/java/org/beamcrawl/flink/*.java',
+                                      'flink-job-server/src/main/java/org/apache/beam/runners/'
+                                      'flink/*.java',
                                       'hdfs-minicluster/pom.xml',
                                       'hdfs-minicluster/src/main/java/org/beamcrawl/hdfs/*.java']},
     install_requires=[

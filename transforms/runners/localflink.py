@@ -318,14 +318,14 @@ class LocalFlink:
             self._probe(probe_timeout)
 
     def _probe(self, timeout_s: Optional[float]) -> None:
-        """Runs the worker probe (runners/portable.py probe_workers) on the running cluster, and
+        """Runs the worker probe (runners/workerprobe.py probe_workers) on the running cluster, and
         records that it passed, with the pids of the job server and the worker pool it passed
         with: a command whose options name this cluster's job server and workers trusts that
         record instead of running a probe job of its own (`probed_by_start`). A probe that fails
         stops `start` with its one line."""
         from apache_beam.options.pipeline_options import PipelineOptions
 
-        from beamcrawl.transforms.runners import portable
+        from beamcrawl.transforms.runners import workerprobe
         if timeout_s is None:
             from beamcrawl.transforms.base.config import load_config
             timeout_s = load_config()['runner.probe.timeout']
@@ -335,8 +335,8 @@ class LocalFlink:
         options = self.options()
         log.info('flink: running the worker probe (a one-element job)')
         beam_options = PipelineOptions(options)
-        portable.skip_submission_environment(beam_options)
-        portable.probe_workers(beam_options, timeout_s, self.rest(), trust_start=False)
+        workerprobe.skip_submission_environment(beam_options)
+        workerprobe.probe_workers(beam_options, timeout_s, self.rest())
         record['probed'] = {'job': self._address('job'), 'environment': _environment(options),
                             'pids': self._probed_pids()}
         self._write_record(record)
