@@ -36,7 +36,7 @@ import tempfile
 import threading
 from typing import Optional
 
-__all__ = ['ForkServer', 'worker_command']
+__all__ = ['ForkServer', 'serve_forks', 'worker_command']
 
 
 class _QuietStderr:
@@ -115,7 +115,7 @@ class ForkServer:
         if pid == 0:                                     # the server
             try:
                 os.close(alive_w)
-                _serve(listener, alive_r)
+                serve_forks(listener, alive_r, _worker)
             finally:
                 os._exit(0)
         os.close(alive_r)
@@ -139,8 +139,11 @@ class ForkServer:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def _serve(listener: socket.socket, alive_fd: int) -> None:
-    """The server: forks a worker per connection until the command closes its pipe."""
+def serve_forks(listener: socket.socket, alive_fd: int, child) -> None:
+    """A fork server's loop: forks a process per connection to `listener`, which runs
+    `child(conn)` (and never returns), until the pipe `alive_fd` reaches its end (the process
+    that forked the server has closed it, or ended); then kills any child left. The children
+    are reaped as they end. Also the loop of the Flink worker pool's forker (workerpool.py)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     workers = set()
@@ -156,7 +159,7 @@ def _serve(listener: socket.socket, alive_fd: int) -> None:
                 except ChildProcessError:
                     workers.discard(pid)
             if any(key.fd == alive_fd for key, _ in events):
-                break                                    # the command has ended
+                break                                    # the forking process has ended
             if not events:
                 continue
             conn, _ = listener.accept()
@@ -165,7 +168,7 @@ def _serve(listener: socket.socket, alive_fd: int) -> None:
                 selector.close()
                 listener.close()
                 os.close(alive_fd)
-                _worker(conn)
+                child(conn)
             conn.close()
             workers.add(pid)
     for pid in workers:                                  # a worker left behind: stop it

@@ -21,7 +21,7 @@ import apache_beam as beam
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options import pipeline_options as po
 
-from beamcrawl.transforms.base import progress, startup
+from beamcrawl.transforms.base import progress
 from beamcrawl.transforms.base.errors import UserError
 from beamcrawl.transforms.base.metrics import NAMESPACE
 from beamcrawl.transforms.runners import portable

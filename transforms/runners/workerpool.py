@@ -17,7 +17,6 @@ sdkboot with the pool's Python. A BOOT that runs anything else must be started w
 import importlib
 import json
 import os
-import selectors
 import shutil
 import signal
 import socket
@@ -32,6 +31,7 @@ from apache_beam.portability.api import beam_fn_api_pb2, beam_fn_api_pb2_grpc
 from apache_beam.runners.worker.worker_pool_main import BeamFnExternalWorkerPoolServicer
 from apache_beam.utils import thread_pool_executor
 
+from beamcrawl.transforms.runners.localworker import serve_forks
 from beamcrawl.transforms.runners.sdkboot import boot_script
 
 # What a worker imports anyway, imported once by the process the workers are forked from: Beam's
@@ -128,41 +128,9 @@ class _ForkedWorker:
 
 def _serve(listener: socket.socket, alive_fd: int, run) -> None:
     """The forker: forks a worker per connection until the pool closes its pipe."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     import gc
     gc.freeze()             # what the workers share: not walked by their collections
-    workers = set()
-    with selectors.DefaultSelector() as selector:
-        selector.register(listener, selectors.EVENT_READ)
-        selector.register(alive_fd, selectors.EVENT_READ)
-        while True:
-            events = selector.select(timeout=1.0)
-            for pid in list(workers):                    # reap ended workers
-                try:
-                    if os.waitpid(pid, os.WNOHANG)[0]:
-                        workers.discard(pid)
-                except ChildProcessError:
-                    workers.discard(pid)
-            if any(key.fd == alive_fd for key, _ in events):
-                break                                    # the pool has ended
-            if not events:
-                continue
-            conn, _ = listener.accept()
-            pid = os.fork()
-            if pid == 0:                                 # a worker
-                selector.close()
-                listener.close()
-                os.close(alive_fd)
-                _worker(conn, run)
-            conn.close()
-            workers.add(pid)
-    for pid in workers:                                  # a worker left behind: stop it
-        try:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-        except (ProcessLookupError, ChildProcessError):
-            pass
+    serve_forks(listener, alive_fd, lambda conn: _worker(conn, run))
 
 
 def _worker(conn: socket.socket, run) -> None:
