@@ -134,25 +134,33 @@ def run_command(name: str, argv: List[str]) -> int:
     module.add_arguments(parser)
     if '-h' in argv or '--help' in argv:
         parser.parse_known_args(argv)            # prints the help and exits
-    from apache_beam.options.pipeline_options import PipelineOptions
+    # A command that builds its pipeline late (fetch: BEAM_LATE) imports Beam only then when
+    # nothing on its command line needs Beam first: no Beam option, no path of a store.
+    late = getattr(module, 'BEAM_LATE', False) and _without_beam(argv, parser)
+    if late:
+        ours, beam_args = list(argv), []
+    else:
+        beam_setup()
+        from beamcrawl.transforms.runners.runtime import split_beam_args
+        ours, beam_args = split_beam_args(argv, parser)
 
-    from beamcrawl.transforms.storage.stores import load_filesystems_on_demand
-    load_filesystems_on_demand(_deferred)
-
+    from beamcrawl.transforms.base.clock import parse_now
     from beamcrawl.transforms.base.errors import UserError, from_worker
-    from beamcrawl.transforms.runners.runtime import (parse_now, split_beam_args,
-                                                      use_filesystem_options)
-    ours, beam_args = split_beam_args(argv, parser)
     args = parser.parse_args(ours)
     _absolute_paths(args)
-    use_filesystem_options(beam_args)
+    if not late:
+        from beamcrawl.transforms.runners.runtime import use_filesystem_options
+        use_filesystem_options(beam_args)
     interrupts.handle_signals()
     try:
         layout = None
         from beamcrawl.transforms.storage.layout import CrawlLayout
         if getattr(args, 'crawl_dir', None):
-            from beamcrawl.transforms.storage.stores import check_options
-            check_options(args.crawl_dir, PipelineOptions(beam_args))
+            if not late:
+                from apache_beam.options.pipeline_options import PipelineOptions
+
+                from beamcrawl.transforms.storage.stores import check_options
+                check_options(args.crawl_dir, PipelineOptions(beam_args))
             layout = CrawlLayout(args.crawl_dir)
             layout.refuse_foreign()         # a Nutch crawl, a file: refused before anything
         cfg = site_config(args, layout)
@@ -193,6 +201,37 @@ def run_command(name: str, argv: List[str]) -> int:
         print(f'{prog}: failed: {type(e).__name__}: {_first_line(e)} (an unexpected error; the '
               f'traceback is above)', file=sys.stderr)
         return 2
+
+
+_beam_ready = []       # beam_setup() ran
+
+
+def beam_setup() -> None:
+    """Beam's part of a command's start: its filesystems loaded on demand (load_filesystems_on_
+    demand), with the command line's filesystem options. run_command calls it before parsing
+    the arguments; a command with BEAM_LATE, whose command line had no Beam option, calls it
+    itself before it imports Beam's modules (the fetch: after its head start,
+    docs/performance.md)."""
+    if _beam_ready:
+        return
+    _beam_ready.append(True)
+    from apache_beam.io.filesystems import FileSystems
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    from beamcrawl.transforms.storage.stores import load_filesystems_on_demand
+    load_filesystems_on_demand(_deferred)
+    if FileSystems._pipeline_options is None:   # pylint: disable=protected-access
+        FileSystems.set_options(PipelineOptions([]))
+
+
+def _without_beam(argv: List[str], parser: argparse.ArgumentParser) -> bool:
+    """Whether a command line holds no Beam option (every `--name` is the command's own) and no
+    path of a store (`://`, in it or in BEAMCRAWL_CONF): then nothing needs Beam before the
+    command builds its pipeline."""
+    ours = parser._option_string_actions  # pylint: disable=protected-access
+    if any('://' in token for token in argv) or '://' in os.environ.get('BEAMCRAWL_CONF', ''):
+        return False
+    return all(not t.startswith('--') or t.split('=', 1)[0] in ours for t in argv)
 
 
 def _first_line(error: BaseException) -> str:

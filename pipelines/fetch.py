@@ -28,12 +28,15 @@ def add_arguments(parser):
                              '(docs/streaming-fetch.md)')
 
 
+# The command imports Beam only once its head start runs (pipelines/cli.py, beam_setup).
+BEAM_LATE = True
+
+
 def run(args, cfg, now, beam_args):
-    from beamcrawl.pipelines.parse import parse_segment
     from beamcrawl.transforms import settings
-    from beamcrawl.transforms.fetch import FetchRun, fetch_mode
+    from beamcrawl.transforms.fetchrun import FetchRun
     from beamcrawl.transforms.runners import interrupts
-    from beamcrawl.transforms.runners.runtime import make_pipeline
+    from beamcrawl.transforms.storage import fs
     from beamcrawl.transforms.storage.layout import CrawlLayout
     from beamcrawl.transforms.storage.segments import CRAWL_FETCH, CRAWL_GENERATE, FETCH_PARTS, WARC
     if not cfg['http.agent.name'].strip():
@@ -41,8 +44,9 @@ def run(args, cfg, now, beam_args):
                         '-D http.agent.name=NAME or in --conf before fetching')
     if args.threads is not None and args.threads < 1:
         raise UserError(f'--threads {args.threads}: expected at least 1')
-    mode = fetch_mode(cfg, streaming=args.streaming)
-    beam_args = mode.beam_args(beam_args)
+    mode = None
+    if args.streaming or beam_args:             # no head start: the mode's checks come first
+        mode, beam_args = _mode(args, cfg, beam_args)
     crawl = CrawlLayout(args.crawl_dir)
     segment = crawl.pick_segment(args.segment, CRAWL_FETCH, CRAWL_GENERATE)
     fetcher = settings.fetcher_settings(cfg, args.threads)
@@ -55,14 +59,17 @@ def run(args, cfg, now, beam_args):
             log.info('fetch: resuming %s: %d of %d URLs were fetched before, %d left', segment,
                      run.before.fetched, run.generated, run.generated - run.before.fetched)
         http = settings.http_settings(cfg, fetcher.threads)
-        p = make_pipeline(mode.pipeline_args(beam_args), cfg)
-        _ = p | 'Fetch' >> run.transform(settings=fetcher, http=http,
-                                         policy=settings.url_policy(cfg), now=now)
-        with interrupts.graceful():
-            result = run.run(p)
-        if interrupts.INTERRUPTED.is_set() or result.left:
-            raise Interrupted(f'interrupted: {run.generated - result.left} fetched, '
-                              f'{result.left} left; rerun to resume', interrupts.exit_code())
+        policy = settings.url_policy(cfg)
+        # The head start (fetcher/headstart.py): on the local runner in this process only,
+        # where the pipeline's DoFn can take its fetcher over.
+        if mode is None and cfg['fetcher.head.start'] and \
+                cfg['runner.local.parallel.records'] > 0 and fs.is_local(crawl.root):
+            run.start_head(settings=fetcher, http=http, policy=policy, now=now)
+        try:
+            result, beam_args = _run(run, args, cfg, now, beam_args, fetcher, http, policy,
+                                     interrupts)
+        finally:
+            run.abandon_head(fetcher.journal_roll_s)
         run.publish(result, {part: update.tmp[part] for part in parts},
                     run.warc_info(now, http.user_agent))
     run.remove_journal()
@@ -72,8 +79,37 @@ def run(args, cfg, now, beam_args):
           ', '.join(f'{v} {k}' for k, v in sorted(result.statuses.items())) + resumed)
     _refused_everything(result.protocols, cfg)
     if cfg['fetcher.parse']:
+        from beamcrawl.pipelines.parse import parse_segment
         parse_segment(crawl, segment, cfg, now, beam_args)
     return 0
+
+
+def _mode(args, cfg, beam_args):
+    """Imports Beam (pipelines/cli.py beam_setup): the fetch's mode (transforms/fetch.py) and
+    the Beam options it runs with."""
+    from beamcrawl.pipelines.cli import beam_setup
+    beam_setup()
+    from beamcrawl.transforms.fetch import fetch_mode
+    mode = fetch_mode(cfg, streaming=args.streaming)
+    return mode, mode.beam_args(beam_args)
+
+
+def _run(run, args, cfg, now, beam_args, fetcher, http, policy, interrupts):
+    """Builds the fetch's pipeline and runs it (importing Beam now, after the head start, if
+    it was not imported before): (the FetchResult, the Beam options of the fetch's mode, which
+    the parse after it takes too)."""
+    if run.mode is None:
+        run.mode, beam_args = _mode(args, cfg, beam_args)
+    from beamcrawl.transforms.runners.runtime import make_pipeline
+    mode = run.mode
+    p = make_pipeline(mode.pipeline_args(beam_args), cfg)
+    _ = p | 'Fetch' >> run.transform(settings=fetcher, http=http, policy=policy, now=now)
+    with interrupts.graceful():
+        result = run.run(p)
+    if interrupts.INTERRUPTED.is_set() or result.left:
+        raise Interrupted(f'interrupted: {run.generated - result.left} fetched, '
+                          f'{result.left} left; rerun to resume', interrupts.exit_code())
+    return result, beam_args
 
 
 def _refused_everything(protocols, cfg) -> None:

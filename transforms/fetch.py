@@ -8,8 +8,9 @@ cluster runner too. The DoFn feeds groups into one `Fetcher` per bundle and appe
 to journal files as they complete (fetcher/journal/), so memory stays bounded and an
 interrupted fetch can resume.
 
-The command's side is `FetchRun`: what earlier runs of the segment fetched, the run, and
-publishing the journal as the segment's parts. It runs the fetch in one of two modes, with one
+The command's side is `FetchRun` (fetchrun.py, without Beam): what earlier runs of the
+segment fetched, the head start (fetcher/headstart.py), the run, and publishing the journal as
+the segment's parts. It runs the fetch in one of two modes, with one
 interface: `BatchFetch` (FetchSegment) and `StreamingFetch` (fetcher/streaming/driver.py: the
 streaming fetch on Flink, docs/streaming-fetch.md).
 """
@@ -20,23 +21,19 @@ import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindows
 
 from beamcrawl.transforms.base import metrics
-from beamcrawl.transforms.fetcher import Fetcher, FetcherSettings, HttpSettings
-from beamcrawl.transforms.fetcher.journal.paths import new_run_id
+from beamcrawl.transforms.fetcher import Fetcher, FetcherSettings, HttpSettings, headstart
+from beamcrawl.transforms.fetchrun import FetchRun
 from beamcrawl.transforms.fetcher.journal.publishing import WarcInfo, publish_journals
-from beamcrawl.transforms.fetcher.journal.queuetimes import (read_queue_times, run_queue_times,
-                                                             write_queue_times)
-from beamcrawl.transforms.fetcher.journal.reading import JournalState, committed, read_journals
+from beamcrawl.transforms.fetcher.journal.queuetimes import run_queue_times
+from beamcrawl.transforms.fetcher.journal.reading import committed
 from beamcrawl.transforms.fetcher.journal.writing import JournalWriter, commit_run
 from beamcrawl.transforms.fetcher.queues import KeyByQueue
 from beamcrawl.transforms.fetcher.result import FetchResult
 from beamcrawl.transforms.fetcher.streaming.driver import StreamingFetch
 from beamcrawl.transforms.policy.urls import UrlPolicy
 from beamcrawl.transforms.runners.runtime import run_pipeline
-from beamcrawl.transforms.storage import fs
-from beamcrawl.transforms.storage.parts import ReadParts, count_records
+from beamcrawl.transforms.storage.parts import ReadParts
 from beamcrawl.transforms.storage.records import complete_datum
-from beamcrawl.transforms.storage.segments import CRAWL_FETCH, CRAWL_GENERATE
-from beamcrawl.transforms.storage.warc import warcinfo_fields
 
 __all__ = ['FetchSegment', 'FetchRun', 'BatchFetch', 'fetch_mode']
 
@@ -50,7 +47,7 @@ class _FetchFn(beam.DoFn):
         self.journal_dir, self.run_id, self.queue_times = journal_dir, run_id, queue_times
 
     def start_bundle(self):
-        self._fetcher = self._journal = None
+        self._fetcher = self._journal = self._head = None
 
     def _drain(self, fetcher: Fetcher, journal: JournalWriter, wait: float) -> None:
         results = fetcher.take(wait=wait, batch=self.settings.journal_batch_s if wait else 0.0)
@@ -62,12 +59,16 @@ class _FetchFn(beam.DoFn):
 
     def process(self, group):
         if self._fetcher is None:
-            self._fetcher = Fetcher(self.settings, self.http, self.policy, self.now,
-                                    queue_times=self.queue_times)
+            self._head = headstart.adopt(self.journal_dir, self.run_id)
+            self._fetcher = self._head.fetcher if self._head is not None else \
+                Fetcher(self.settings, self.http, self.policy, self.now,
+                        queue_times=self.queue_times)
             self._journal = JournalWriter(self.journal_dir, self.run_id,
                                           roll_s=self.settings.journal_roll_s)
+        head = self._head
         for qid, record in group[1]:
-            self._fetcher.add(qid, record)
+            if head is None or not head.skips(record['url']):
+                self._fetcher.add(qid, record)
         limit = self.settings.threads * self.settings.queue_depth
         while self._fetcher.outstanding() > limit:
             self._drain(self._fetcher, self._journal, 0.5)
@@ -77,7 +78,7 @@ class _FetchFn(beam.DoFn):
         if self._fetcher is None:
             return
         fetcher, journal = self._fetcher, self._journal
-        self._fetcher = self._journal = None
+        self._fetcher = self._journal = self._head = None
         fetcher.finish()
         while not fetcher.done():
             self._drain(fetcher, journal, 0.5)
@@ -103,19 +104,21 @@ class FetchSegment(beam.PTransform):
       journal_dir: the segment's journal directory; run_id: this run's name in it.
       done: generated URLs an earlier run fetched already (they are skipped).
       queue_times: {queue id: epoch s} the earliest first request per queue.
-    The URLs are spread over as many groups as there are fetch-list parts (by queue id); each
-    group is fetched by one DoFn instance, so at most this many fetch tasks run in parallel.
+      slots: how many groups the URLs are spread over (by queue id); default: as many as there
+        are fetch-list parts. Each group is fetched by one DoFn instance, so at most this many
+        fetch tasks run in parallel. A head start (fetcher/headstart.py) is taken over by the
+        DoFn of run `run_id` in this process: its fetch has one slot (FetchRun.transform).
     """
 
     def __init__(self, *, generate_files: List[str], settings: FetcherSettings,
                  http: HttpSettings, policy: UrlPolicy, now: int, journal_dir: str, run_id: str,
                  done: FrozenSet[str] = frozenset(),
-                 queue_times: Optional[Dict[str, float]] = None):
+                 queue_times: Optional[Dict[str, float]] = None, slots: Optional[int] = None):
         super().__init__()
         self.generate_files = list(generate_files)
         self.settings, self.http, self.policy, self.now = settings, http, policy, now
         self.journal_dir, self.run_id = journal_dir, run_id
-        self.slots = max(1, len(self.generate_files))
+        self.slots = max(1, slots or len(self.generate_files))
         self.done = frozenset(done)
         self.queue_times = dict(queue_times or {})
 
@@ -176,58 +179,6 @@ class BatchFetch:
     def publish(self, run: 'FetchRun', result: FetchResult, tmp: Dict[str, str],
                 info: WarcInfo) -> None:
         publish_journals(run.journal_dir, run.run_id, tmp, run.before.done, info)
-
-
-class FetchRun:
-    """The command's side of one fetch of a segment (crawl: a CrawlLayout), in `mode`
-    (BatchFetch or StreamingFetch): what earlier runs fetched (the journal), the queue times to
-    start from, the run, and publishing the journal into the segment's parts."""
-
-    def __init__(self, crawl, segment: str, mode):
-        self.crawl, self.segment, self.mode = crawl, segment, mode
-        self.what = f'fetch {segment}'
-        self.journal_dir = crawl.fetch_journal(segment)
-        self.generate_files = crawl.part_files(segment, CRAWL_GENERATE)
-        self.generated = count_records(self.generate_files)
-        self.before: JournalState = read_journals(self.journal_dir)
-        self.run_id = new_run_id()
-
-    def transform(self, *, settings: FetcherSettings, http: HttpSettings, policy: UrlPolicy,
-                  now: int) -> beam.PTransform:
-        """The fetch of what is left of the segment, in this run's mode."""
-        return self.mode.transform(
-            generate_files=self.generate_files, settings=settings, http=http, policy=policy,
-            now=now, journal_dir=self.journal_dir, run_id=self.run_id,
-            done=frozenset(self.before.done), queue_times=self._queue_times())
-
-    def run(self, pipeline: beam.Pipeline) -> FetchResult:
-        return self.mode.run(pipeline, self)
-
-    def publish(self, result: FetchResult, tmp: Dict[str, str], info: WarcInfo) -> None:
-        """Writes the segment's queue times and its parts into the `tmp` part directories
-        ({part: directory}); the segment update publishes them."""
-        write_queue_times(self.crawl.fetch_times(self.segment), result.queue_times)
-        self.mode.publish(self, result, tmp, info)
-
-    def warc_info(self, now: int, agent: str) -> WarcInfo:
-        """What the warcinfo record of the segment's WARC files says (dated --now)."""
-        return WarcInfo(warcinfo_fields(self.segment, agent), now)
-
-    def remove_journal(self) -> None:
-        fs.delete(self.journal_dir)
-
-    def _queue_times(self) -> Dict[str, float]:
-        """When each queue may be requested first: after its last request in the previous
-        fetched segment of the crawl dir, and in the earlier runs of this fetch (the later of
-        the two)."""
-        times = {}
-        for name in reversed(self.crawl.segment_names()):
-            if name != self.segment and self.crawl.has_part(name, CRAWL_FETCH):
-                times = read_queue_times(self.crawl.fetch_times(name))
-                break
-        for queue, allowed in self.before.queue_times.items():
-            times[queue] = max(times.get(queue, 0.0), allowed)
-        return times
 
 
 def fetch_mode(cfg, *, streaming: bool):

@@ -24,6 +24,7 @@ from apache_beam.transforms.combiners import ToList
 from apache_beam.transforms.window import GlobalWindows
 
 from beamcrawl.transforms.base import metrics, progress
+from beamcrawl.transforms.base.counting import CountingDoFn
 from beamcrawl.transforms.engine.units import RECORDS_PER_UNIT, Unit, avro_units
 from beamcrawl.transforms.fetcher.queues import KeyByQueue
 from beamcrawl.transforms.policy.generate import GenerateSettings, assign_segments
@@ -77,7 +78,7 @@ def _mark(record: dict, now: str, delays: Optional[Dict[str, str]] = None) -> di
     return dict(record, metadata={**record['metadata'], METADATA_GENERATE_TIME: now})
 
 
-class _SelectFn(metrics.CountingDoFn):
+class _SelectFn(CountingDoFn):
     """crawldb record → due records, grouped and trimmed per bundle.
 
     With `keep` set, due records are collected per group (the host/domain, or one global group)

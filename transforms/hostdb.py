@@ -19,6 +19,7 @@ import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindows
 
 from beamcrawl.transforms.base import metrics
+from beamcrawl.transforms.base.counting import CountingDoFn
 from beamcrawl.transforms.engine.units import RECORDS_PER_UNIT, avro_units
 from beamcrawl.transforms.policy.hostdb import (HostDbSettings, HostFacts, fetch_outcome,
                                                 fold_fetches, host_datum, resolved, should_check,
@@ -53,7 +54,7 @@ class _FactsCombineFn(beam.CombineFn):
         return acc
 
 
-class _UnitFactsFn(metrics.CountingDoFn):
+class _UnitFactsFn(CountingDoFn):
     """A work unit of the crawldb (engine/units.py) → (host, HostFacts) for each host of its
     records: the records are read and summed where they are, not moved through Beam one by one
     (a hand-lifted combiner). With normalize/filter, a URL is cleaned first and a rejected one
@@ -141,7 +142,7 @@ class Resolution:
         return out
 
 
-class _DatumFn(metrics.CountingDoFn):
+class _DatumFn(CountingDoFn):
     """(host, {'old': [datum], 'facts': [HostFacts], 'fetches': [[event]]}) → the new HostDatum;
     hosts to look up wait for the end of the bundle, then are resolved together."""
 

@@ -21,6 +21,7 @@ from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 import apache_beam as beam
 
 from beamcrawl.transforms.base import metrics
+from beamcrawl.transforms.base.counting import CountingDoFn
 from beamcrawl.transforms.base.errors import InputError
 from beamcrawl.transforms.engine import partitions as partitions_mod
 from beamcrawl.transforms.engine.mapreduce import MapReduce
@@ -216,7 +217,7 @@ class _SegmentTask(NamedTuple):
     fetch_file: Optional[str]   # content: the segment's crawl_fetch file of the same part
 
 
-class _WriteSegmentPartFn(metrics.CountingDoFn):
+class _WriteSegmentPartFn(CountingDoFn):
     def process(self, task: _SegmentTask):
         n = unmatched = 0
         with PartWriter(task.target, SCHEMAS[task.part]) as out:

@@ -20,6 +20,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from beamcrawl.transforms.base import metrics, progress
+from beamcrawl.transforms.base.counting import CountingDoFn
 from beamcrawl.transforms.policy.indexing import IndexRules, build_document, deletion
 from beamcrawl.transforms.policy.partition import partition
 from beamcrawl.transforms.storage.indexdir import write_shard
@@ -51,7 +52,7 @@ class JoinByUrl(beam.PTransform):
         return keyed | 'CoGroupByUrl' >> beam.CoGroupByKey()
 
 
-class _BuildFn(metrics.CountingDoFn):
+class _BuildFn(CountingDoFn):
     def __init__(self, rules: IndexRules, shards: int,
                  done: Optional[progress.Reporter] = None):
         self.rules, self.shards = rules, shards
@@ -113,7 +114,7 @@ class BuildDocuments(beam.PTransform):
         return joined | 'Build' >> beam.ParDo(_BuildFn(self.rules, self.shards, done))
 
 
-class _DeletionFn(metrics.CountingDoFn):
+class _DeletionFn(CountingDoFn):
     def __init__(self, shards: int):
         self.shards = shards
 
@@ -138,7 +139,7 @@ class Deletions(beam.PTransform):
         return crawldb | 'Deletion' >> beam.ParDo(_DeletionFn(self.shards))
 
 
-class _WriteShardFn(metrics.CountingDoFn):
+class _WriteShardFn(CountingDoFn):
     """(shard, [('doc', d) | ('delete', url)]) → (shard, new directory), written aside."""
 
     def __init__(self, *, old_shards: Dict[int, str], new_dir):

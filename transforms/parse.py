@@ -14,6 +14,7 @@ from typing import List, Optional, Tuple
 import apache_beam as beam
 
 from beamcrawl.transforms.base import metrics, progress
+from beamcrawl.transforms.base.counting import CountingDoFn
 from beamcrawl.transforms.base.sandbox import Sandbox
 from beamcrawl.transforms.policy.domains import choose_repr
 from beamcrawl.transforms.policy.headers import header
@@ -58,7 +59,7 @@ class ParseSettings:
 _PARSE_DOCUMENT = 'beamcrawl.transforms.policy.html:parse_document'
 
 
-class _ParseFn(metrics.CountingDoFn):
+class _ParseFn(CountingDoFn):
     def __init__(self, *, settings: ParseSettings, policy: UrlPolicy, now: int,
                  done: progress.Reporter = progress.Reporter(None, 'parse')):
         self.settings, self.policy, self.now = settings, policy, now

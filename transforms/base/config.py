@@ -14,7 +14,6 @@ import xml.etree.ElementTree as ET
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import yaml
-from apache_beam.io.filesystems import FileSystems
 
 from beamcrawl.transforms.base.errors import ConfigError
 
@@ -189,7 +188,7 @@ class Config(Mapping):
         else:
             candidates = [os.path.join(d, name) for d in self.conf_dirs]
         for candidate in candidates:
-            if FileSystems.exists(candidate):
+            if _exists(candidate):
                 return candidate
         raise ConfigError(f'{key}={name}: file not found (looked in {", ".join(self.conf_dirs)})')
 
@@ -198,7 +197,7 @@ class Config(Mapping):
         path = self.resource_path(key)
         if path is None:
             return None
-        with FileSystems.open(path) as f:
+        with _open(path) as f:
             return f.read().decode('utf-8')
 
 
@@ -228,12 +227,29 @@ def _unknown(keys: Sequence[str], specs: Mapping[str, KeySpec], source: str) -> 
     return ConfigError(f'{len(keys)} unknown config keys in {source}: {named}')
 
 
+def _exists(path: str) -> bool:
+    """Whether a config file exists: a local path without Beam (a command reads its settings
+    before it imports Beam: the fetch's head start, docs/performance.md), else through Beam's
+    FileSystems."""
+    if '://' not in path:
+        return os.path.exists(path)
+    from apache_beam.io.filesystems import FileSystems
+    return FileSystems.exists(path)
+
+
+def _open(path: str):
+    if '://' not in path:
+        return open(path, 'rb')
+    from apache_beam.io.filesystems import FileSystems
+    return FileSystems.open(path)
+
+
 def _read_site(path: str) -> dict:
     """Reads a site file: flat YAML, or a Nutch XML file of <property><name/><value/>."""
-    if not FileSystems.exists(path):
+    if not _exists(path):
         raise ConfigError(f'config file {path}: not found')
     try:
-        with FileSystems.open(path) as f:
+        with _open(path) as f:
             raw = f.read()
     except OSError as e:
         raise ConfigError(f'config file {path}: cannot read ({e})') from None
@@ -286,10 +302,10 @@ RECORD_HEADER = """\
 
 def read_recorded(path: str) -> Optional[Recorded]:
     """The crawl directory's recorded settings (None when it has none)."""
-    if not FileSystems.exists(path):
+    if not _exists(path):
         return None
     try:
-        with FileSystems.open(path) as f:
+        with _open(path) as f:
             raw = f.read()
     except OSError as e:
         raise ConfigError(f'{path}: cannot read ({e})') from None

@@ -7,9 +7,6 @@ no counter name that is not declared here.
 
 import collections
 
-import apache_beam as beam
-from apache_beam.metrics import Metrics
-
 NAMESPACE = 'beamcrawl'
 
 # inject
@@ -152,6 +149,7 @@ STORE_SPILL_BYTES = 'store.spill_bytes'         # their bytes (each read back on
 
 def counter(name: str):
     """A Beam counter in the beamcrawl namespace."""
+    from apache_beam.metrics import Metrics
     return Metrics.counter(NAMESPACE, name)
 
 
@@ -175,14 +173,3 @@ class BundleCounts:
             if n:
                 counter(name).inc(n)
         self.counts.clear()
-
-
-class CountingDoFn(beam.DoFn):
-    """A DoFn that counts into `self.counts` (BundleCounts), added to Beam's counters once per
-    bundle. A subclass with a start_bundle or finish_bundle of its own calls these too."""
-
-    def start_bundle(self):
-        self.counts = BundleCounts()
-
-    def finish_bundle(self):
-        self.counts.flush()

@@ -11,7 +11,6 @@ GroupByKey (measured; docs/architecture.md, "Beam facts").
 """
 
 import argparse
-import datetime
 import logging
 import os
 import time
@@ -22,6 +21,7 @@ from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options import pipeline_options as po
 
 from beamcrawl.transforms.base import progress
+from beamcrawl.transforms.base.clock import format_time, parse_now  # noqa: F401 (re-exported)
 from beamcrawl.transforms.base.errors import UserError
 from beamcrawl.transforms.base.metrics import NAMESPACE
 from beamcrawl.transforms.runners import portable
@@ -41,29 +41,6 @@ _fork_servers: List = []
 
 # The direct runner's thread mode that drops GroupByKey records (docs/architecture.md).
 _LOSSY_DIRECT_MODE = 'multi' + '_threading'
-
-
-def parse_now(text: Optional[str]) -> int:
-    """`--now`: ISO-8601 with a zone, or epoch milliseconds. None: the wall clock."""
-    if text is None or text == '':
-        return int(time.time() * 1000)
-    text = text.strip()
-    if text.lstrip('-').isdigit():
-        return int(text)
-    try:
-        when = datetime.datetime.fromisoformat(text.replace('Z', '+00:00'))
-    except ValueError:
-        raise UserError(f'--now {text!r}: expected ISO-8601 with a zone '
-                        f'(2026-11-22T10:00:00Z) or epoch milliseconds') from None
-    if when.tzinfo is None:
-        raise UserError(f'--now {text!r}: give a zone (Z or +01:00), or epoch milliseconds')
-    return int(when.timestamp() * 1000)
-
-
-def format_time(ms: int) -> str:
-    """Epoch milliseconds as an ISO-8601 UTC string (for humans)."""
-    when = datetime.datetime.fromtimestamp(ms / 1000.0, datetime.timezone.utc)
-    return when.isoformat(timespec='seconds').replace('+00:00', 'Z')
 
 
 class FlinkStreamingOptions(po.PipelineOptions):

@@ -26,8 +26,6 @@ import stat
 from typing import Callable, Iterator, List, NamedTuple, Optional, Tuple, Union
 
 import fastavro
-from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
 
 from beamcrawl.transforms.base.errors import InputError
 from beamcrawl.transforms.storage import deflate, fs, parsedata
@@ -139,7 +137,7 @@ def check_regular(path: str) -> None:
 def open_part(path: str):
     """A part opened for reading its bytes (a regular file only: check_regular)."""
     check_regular(path)
-    return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+    return fs.open_read(path)
 
 
 def read_header(path: str) -> Header:

@@ -3,7 +3,9 @@
 Every file operation of the storage layer goes through this module: streams through Beam's
 `FileSystems` (so that a crawl directory on HDFS or S3 works from every worker of a cluster),
 everything else through the path's store (storage/stores.py), which knows what its filesystem
-guarantees: an exclusive create, an atomic replace, directories or only key prefixes.
+guarantees: an exclusive create, an atomic replace, directories or only key prefixes. A local
+path (one without a scheme) is handled with os functions, as Beam's LocalFileSystem does, and
+without importing Beam (storage/stores.py `filesystems`).
 
 Publishing a directory (`publish_dir`, `is_published`): where directories rename atomically
 (local, HDFS) a directory is written aside and renamed into place, so it exists only once
@@ -16,10 +18,7 @@ import io
 import os
 from typing import List, Optional
 
-from apache_beam.io.filesystem import BeamIOError, CompressionTypes
-from apache_beam.io.filesystems import FileSystems
-
-from beamcrawl.transforms.storage.stores import LocalStore, Store, store_for
+from beamcrawl.transforms.storage.stores import LocalStore, Store, filesystems, store_for
 
 __all__ = ['TMP_PREFIX', 'PUBLISHED', 'join', 'exists', 'mkdirs', 'delete', 'rename',
            'list_files', 'is_local', 'children', 'entries', 'write_file', 'read_file',
@@ -37,16 +36,18 @@ _SMALL_OBJECT = 8 << 20   # an object store's file up to this size is put in one
 
 def part_file(directory: str, index: int) -> str:
     """The path of part number `index` in a part directory: part-NNNNN.avro."""
-    return FileSystems.join(directory, f'part-{index:05d}.avro')
+    return join(directory, f'part-{index:05d}.avro')
 
 
 def warc_file(directory: str, index: int) -> str:
     """The path of WARC file number `index` in a segment's warc/ part: part-NNNNN.warc.gz."""
-    return FileSystems.join(directory, f'part-{index:05d}.warc.gz')
+    return join(directory, f'part-{index:05d}.warc.gz')
 
 
 def join(*parts: str) -> str:
-    return FileSystems.join(*parts)
+    if '://' not in parts[0]:
+        return os.path.join(*parts)             # what Beam's LocalFileSystem.join does
+    return filesystems().join(*parts)
 
 
 def basename(path: str) -> str:
@@ -79,7 +80,7 @@ def mkdirs(path: str) -> None:
         os.makedirs(path, exist_ok=True)
     elif renames(path) and not exists(path):
         try:
-            FileSystems.mkdirs(path)
+            filesystems().mkdirs(path)
         except IOError:
             if not exists(path):
                 raise
@@ -110,13 +111,33 @@ def list_files(pattern: str) -> List[str]:
             if fnmatch.fnmatchcase(basename(child), glob_part):
                 found += list_files('/'.join(p for p in (child, rest, name) if p))
         return sorted(found)
+    if '://' not in pattern:
+        return _match_local(head, name)
     try:
-        result = FileSystems.match([pattern])[0]
-    except BeamIOError:
+        result = filesystems().match([pattern])[0]
+    except OSError:                             # Beam's BeamIOError
         if not children(head):
             return []                   # HDFS: listing an absent directory, a file, fails
         raise
     return sorted(m.path for m in result.metadata_list)
+
+
+def _match_local(directory: str, name: str) -> List[str]:
+    """list_files of a local pattern whose glob is in its last component, as Beam's
+    LocalFileSystem matches it: the entries of the directory but its subdirectories (hidden
+    ones too) whose name matches, `*` within the name; a pattern without a glob: itself, when
+    it exists."""
+    name = name or '*'                          # a pattern ending with '/': its files
+    path = os.path.join(directory, name) if directory else name
+    if not any(c in name for c in '*?['):
+        return [path] if os.path.exists(path) else []
+    try:
+        names = os.listdir(directory or '.')
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    paths = (os.path.join(directory, n) for n in names if fnmatch.fnmatchcase(n, name))
+    # what os.walk lists as files (a FIFO too, for the part checks to refuse), but a broken link
+    return sorted(p for p in paths if os.path.exists(p) and not os.path.isdir(p))
 
 
 def children(directory: str) -> List[str]:
@@ -148,16 +169,24 @@ def read_file(path: str) -> Optional[bytes]:
 
 def open_read(path: str):
     """A file opened for reading its bytes as they are (no decompression)."""
-    return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+    if '://' not in path:
+        return open(path, 'rb')             # what Beam's LocalFileSystem opens
+    from apache_beam.io.filesystem import CompressionTypes
+    return filesystems().open(path, compression_type=CompressionTypes.UNCOMPRESSED)
 
 
 def create(path: str):
     """A file created for writing bytes as they are (replacing one of the same name); it
     appears whole when closed on HDFS and S3, as it is written on a local disk."""
+    if '://' not in path:
+        if os.path.dirname(path):               # as Beam's LocalFileSystem creates a file
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+        return open(path, 'wb')
+    from apache_beam.io.filesystem import CompressionTypes
     if is_local(path) or renames(path):
         if not is_local(path) and exists(path):
             delete(path)                # HDFS refuses to create over a file
-        return FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED)
+        return filesystems().create(path, compression_type=CompressionTypes.UNCOMPRESSED)
     return _ObjectWriter(path)
 
 
@@ -180,8 +209,9 @@ class _ObjectWriter(io.RawIOBase):
             return self._stream.write(data)
         self._buffer.write(data)
         if self._buffer.tell() > _SMALL_OBJECT:
-            self._stream = FileSystems.create(self.path,
-                                              compression_type=CompressionTypes.UNCOMPRESSED)
+            from apache_beam.io.filesystem import CompressionTypes
+            self._stream = filesystems().create(self.path,
+                                                compression_type=CompressionTypes.UNCOMPRESSED)
             self._stream.write(self._buffer.getvalue())
             self._buffer = io.BytesIO()
         return len(data)

@@ -11,8 +11,6 @@ import time
 import uuid
 from typing import Optional
 
-from apache_beam.io.filesystem import BeamIOError
-
 from beamcrawl.transforms.base.errors import LockedError
 from beamcrawl.transforms.storage.fs import delete, is_local, mkdirs
 from beamcrawl.transforms.storage.stores import LocalStore, store_for
@@ -131,7 +129,7 @@ class Lock:
         try:
             found = store_for(self.path).read(self.path)
             holder = found[0][:300].decode('utf-8', 'replace').strip() if found else ''
-        except (IOError, BeamIOError):
+        except OSError:                 # Beam's BeamIOError too
             pass
         holder = ' '.join(p for p in holder.split() if not p.startswith(('token=', 'expires=')))
         return LockedError(

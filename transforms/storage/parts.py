@@ -1,59 +1,26 @@
 """Parts in and out of pipelines: Beam transforms that read and write crawl-dir parts, and the
-driver's small reads (iter_records, count_records). Files are written by storage/partwriter.py."""
+driver's small reads (iter_records, count_records: storage/partfiles.py, without Beam). Files are
+written by storage/partwriter.py."""
 
 import uuid
-from typing import Any, Dict, Iterator, List
+from typing import List
 
 import apache_beam as beam
-import fastavro
 from apache_beam.io.avroio import ReadFromAvro
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.transforms.window import GlobalWindows
 
 from beamcrawl.transforms.base import progress
-from beamcrawl.transforms.storage import container, databases, fs
+from beamcrawl.transforms.storage import databases, fs
+from beamcrawl.transforms.storage.partfiles import (Record, check_avro_files, count_records,
+                                                    iter_records)
 from beamcrawl.transforms.storage.partwriter import PartWriter, write_avro_file
 from beamcrawl.transforms.storage.records import complete_datum
 
 __all__ = ['check_avro_files', 'ReadParts', 'ReadCounted', 'ReadCrawlDb', 'WriteParts',
            'iter_records', 'count_records', 'Record']
 
-Record = Dict[str, Any]        # a record as Beam's Avro IO reads it: a dict in its schema's shape
 _BUNDLE = '.bundle.avro'        # a bundle's file, renamed to part-NNNNN.avro once committed
-
-
-def check_avro_files(paths: List[str]) -> None:
-    """Fails fast, naming the file, when a part is not a readable Avro file."""
-    for path in paths:
-        container.check_regular(path)
-        try:
-            with FileSystems.open(path) as f:
-                reader = fastavro.reader(f)
-                next(iter(reader), None)
-        except Exception as e:  # pylint: disable=broad-except  (any decoder error means corrupt)
-            raise container.unreadable(path, e) from None
-
-
-def count_records(paths: List[str]) -> int:
-    """How many records some Avro files hold, from their block headers (nothing is decoded or
-    decompressed). A file that is not a regular, readable Avro file is an InputError naming it."""
-    total = 0
-    for path in paths:
-        container.check_regular(path)
-        total += sum(block.count for block in container.scan_blocks(path)[1])
-    return total
-
-
-def iter_records(paths: List[str]) -> Iterator[dict]:
-    """Records of Avro part files, read in the driver (small reads: lookups, scratch output).
-    A file that is not a regular, readable Avro file is an InputError naming it."""
-    for path in paths:
-        container.check_regular(path)
-        try:
-            with FileSystems.open(path) as f:
-                yield from fastavro.reader(f)
-        except Exception as e:  # pylint: disable=broad-except  (any decoder error means corrupt)
-            raise container.unreadable(path, e) from None
 
 
 class ReadParts(beam.PTransform):

@@ -26,11 +26,21 @@ import threading
 import uuid
 from typing import Dict, List, Optional, Tuple
 
-from apache_beam.io.filesystems import FileSystems
-from apache_beam.io.localfilesystem import LocalFileSystem
-
 __all__ = ['Store', 'LocalStore', 'HdfsStore', 'S3Store', 'store_for', 'explain', 'check_options',
-           'load_filesystems_on_demand']
+           'load_filesystems_on_demand', 'filesystems']
+
+
+def filesystems():
+    """Beam's FileSystems, imported on first use: a local path never needs it, so a command on a
+    local crawl directory can do its first work before Beam's import (0.3 s: the fetch's head
+    start, docs/performance.md). The S3 clients are shared from the first use on."""
+    from apache_beam.io.filesystems import FileSystems
+    global _SHARING_CHECKED
+    if not _SHARING_CHECKED:
+        _SHARING_CHECKED = True
+        if sys.modules.get(_S3_FILESYSTEM, 0) is not None:
+            _share_s3_clients()
+    return FileSystems
 
 
 class Store:
@@ -80,7 +90,7 @@ class Store:
 
     def exists(self, path: str) -> bool:
         """Whether a file or a directory (on S3: any object under the prefix) exists."""
-        return FileSystems.exists(path)
+        return filesystems().exists(path)
 
     def children(self, directory: str) -> List[str]:
         """The immediate children (files and directories) of a directory, sorted; empty when
@@ -89,12 +99,13 @@ class Store:
 
     def delete(self, path: str) -> None:
         """Deletes a file or a directory tree; no error when it is absent."""
+        FileSystems = filesystems()
         if FileSystems.exists(path):
             FileSystems.delete([path])
 
     def rename(self, src: str, dst: str) -> None:
         """Renames a file or (where `renames`) a directory; `dst` must not exist."""
-        FileSystems.rename([src], [dst])
+        filesystems().rename([src], [dst])
 
 
 class LocalStore(Store):
@@ -422,9 +433,10 @@ def _share_s3_clients() -> None:
 # Beam's S3 filesystem, which the `beamcrawl` program loads only when a path names s3://
 # (pipelines/cli.py); then its clients are shared once it is loaded (load_filesystems_on_demand).
 _S3_FILESYSTEM = 'apache_beam.io.aws.s3filesystem'
+_SHARING_CHECKED = False        # filesystems(): whether the S3 clients' sharing was put in place
 
-if sys.modules.get(_S3_FILESYSTEM, 0) is not None:
-    _share_s3_clients()
+if 'apache_beam' in sys.modules:       # on a worker, or a library user's process: at once
+    filesystems()
 
 
 def load_filesystems_on_demand(deferred: Dict[str, str]) -> None:
@@ -434,6 +446,7 @@ def load_filesystems_on_demand(deferred: Dict[str, str]) -> None:
     first names its scheme. Forked local workers inherit this."""
     if not deferred:
         return
+    FileSystems = filesystems()
     for name in deferred.values():
         if sys.modules.get(name, 0) is None:
             del sys.modules[name]
@@ -521,6 +534,8 @@ def store_for(path: str) -> Store:
     """The store of a path (one per filesystem and options: the stores hold clients)."""
     if '://' not in path:
         return _LOCAL
+    from apache_beam.io.localfilesystem import LocalFileSystem
+    FileSystems = filesystems()
     filesystem = FileSystems.get_filesystem(path)       # a new instance per call
     if isinstance(filesystem, LocalFileSystem):
         return _LOCAL

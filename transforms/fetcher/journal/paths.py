@@ -4,7 +4,6 @@ import uuid
 from typing import Iterator, List
 
 import fastavro
-from apache_beam.io.filesystems import FileSystems
 
 from beamcrawl.transforms.storage import fs
 from beamcrawl.transforms.storage.records import CONTENT_SCHEMA, CRAWL_DATUM_SCHEMA
@@ -32,14 +31,14 @@ def new_run_id() -> str:
 
 
 def run_dir(journal_dir: str, run_id: str) -> str:
-    return FileSystems.join(journal_dir, f'run-{run_id}')
+    return fs.join(journal_dir, f'run-{run_id}')
 
 
 def tolerant_records(path: str) -> Iterator[dict]:
     """The records of a journal file up to its last whole block (a killed writer may have left
     a partial one)."""
     try:
-        with FileSystems.open(path) as f:
+        with fs.open_read(path) as f:
             for block in fastavro.block_reader(f):
                 yield from block
     except Exception:  # pylint: disable=broad-except  (a cut block fails in many ways)
@@ -47,7 +46,7 @@ def tolerant_records(path: str) -> Iterator[dict]:
 
 
 def journal_files(journal_dir: str, part: str) -> List[str]:
-    return fs.list_files(FileSystems.join(journal_dir, 'run-*', f'*.{part}.avro'))
+    return fs.list_files(fs.join(journal_dir, 'run-*', f'*.{part}.avro'))
 
 
 def writer_of(path: str, part: str) -> str:

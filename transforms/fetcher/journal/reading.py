@@ -3,8 +3,6 @@
 import json
 from typing import Dict, List, Optional
 
-from apache_beam.io.filesystems import FileSystems
-
 from beamcrawl.transforms.fetcher.journal.paths import SOURCE_KEY, journal_files, tolerant_records
 from beamcrawl.transforms.fetcher.journal.queuetimes import queue_times_of
 from beamcrawl.transforms.storage import fs
@@ -42,5 +40,5 @@ def read_journals(journal_dir: str) -> JournalState:
 
 
 def committed(journal_dir: str, run_id: str) -> Optional[List[str]]:
-    data = fs.read_file(FileSystems.join(journal_dir, f'run-{run_id}.committed'))
+    data = fs.read_file(fs.join(journal_dir, f'run-{run_id}.committed'))
     return None if data is None else json.loads(data.decode('utf-8'))

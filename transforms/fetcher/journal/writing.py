@@ -5,8 +5,6 @@ import time
 import uuid
 from typing import Dict, List, Tuple
 
-from apache_beam.io.filesystems import FileSystems
-
 from beamcrawl.transforms.fetcher.journal.paths import QUEUES_SUFFIX, SCHEMAS, run_dir
 from beamcrawl.transforms.fetcher.journal.queuetimes import note_queue_time, write_queue_times
 from beamcrawl.transforms.storage import fs
@@ -34,7 +32,7 @@ class JournalWriter:
         self._closed: List[str] = []
 
     def path(self, part: str) -> str:
-        return FileSystems.join(self.directory, f'{self.name}.{part}.avro')
+        return fs.join(self.directory, f'{self.name}.{part}.avro')
 
     def write(self, results: List[Tuple[str, dict]]) -> None:
         """Writes (part, record) pairs and flushes them to the OS: all content and WARC records
@@ -70,7 +68,7 @@ class JournalWriter:
             paths.append(writer.path)
         self._writers = {}
         if paths:
-            path = FileSystems.join(self.directory, f'{self.name}{QUEUES_SUFFIX}')
+            path = fs.join(self.directory, f'{self.name}{QUEUES_SUFFIX}')
             write_queue_times(path, self.queue_times)
             paths.append(path)
         return paths
@@ -87,6 +85,6 @@ def commit_run(journal_dir: str, run_id: str, paths: List[str]) -> str:
     """Records the journal files of a run's committed bundles (the runner may have retried
     others; their files are not used); returns the commit file's path."""
     fs.mkdirs(journal_dir)
-    path = FileSystems.join(journal_dir, f'run-{run_id}.committed')
+    path = fs.join(journal_dir, f'run-{run_id}.committed')
     fs.write_file(path, json.dumps(sorted(paths)).encode('utf-8'), replace=True)
     return path
