@@ -19,7 +19,7 @@ from beamcrawl.transforms.fetcher.journal import reading
 from beamcrawl.transforms.storage.partwriter import write_avro_file
 from beamcrawl.transforms.storage.records import CRAWL_DATUM_SCHEMA, crawl_datum
 from tests.conftest import ROOT, cli_env, read_parts, run_cli, write_seeds
-from tests.testweb import Page, TestWeb, html_page
+from tests.testweb import Page, TestWeb, html_page, redirect
 
 NOW = '2026-11-22T00:00:00Z'
 DELAY = 0.3
@@ -202,3 +202,42 @@ def test_start_takes_the_first_url_of_each_queue_within_its_bounds(small_web, tm
     assert headstart.adopt(str(tmp_path / 'j'), 'r3') is None
     journaled = read_parts(glob.glob(str(tmp_path / 'j' / 'run-r3' / '*.crawl_fetch.avro')))
     assert {r['url'] for r in journaled if r['status'] != 'linked'} == set(head.added)
+
+
+def test_a_url_a_head_start_redirect_fetched_is_not_requested_again(tmp_path):
+    """The head start follows a redirect to a URL of the fetch list before the pipeline adds
+    that URL: the add is left out, and each URL is requested once, as without the head start
+    (then the target is in the fetcher first and the redirect is a duplicate)."""
+    web = TestWeb({'r.head.test': {'/a': redirect('/b'), '/b': redirect('/a'),
+                                   '/c': html_page('c'),
+                                   '/robots.txt': Page(body=b'', content_type='text/plain')}})
+    web.start()
+    try:
+        cfg = load_config(overrides={'http.agent.name': 'testbot', 'http.proxy.host': '127.0.0.1',
+                                     'http.proxy.port': web.port, 'fetcher.server.delay': 0.0,
+                                     'http.redirect.max': 3, 'domain.extra.suffixes': ['test']})
+        fetch = settings.fetcher_settings(cfg)
+        part = str(tmp_path / 'part-00000.avro')
+        urls = ['http://r.head.test/a', 'http://r.head.test/b', 'http://r.head.test/c']
+        records = [crawl_datum(u, 'db_unfetched', fetch_time=0, fetch_interval=60) for u in urls]
+        write_avro_file(part, CRAWL_DATUM_SCHEMA, records)
+        head = headstart.start(generate_files=[part], settings=fetch,
+                               http=settings.http_settings(cfg, fetch.threads),
+                               policy=settings.url_policy(cfg), now=5,
+                               journal_dir=str(tmp_path / 'j'), run_id='r1')
+        assert head.added == {urls[0]: 1}
+        while head.fetcher.outstanding():      # /a, then /b through the redirect: both done
+            time.sleep(0.01)
+        for record in records:                 # what the DoFn does once it takes over
+            if not head.skips(record['url']):
+                head.fetcher.add(head.fetcher.queue_of(record['url']), record)
+        results = head.fetcher.close()
+    finally:
+        web.stop()
+    assert sorted(r.path for r in web.log if r.path != '/robots.txt') == ['/a', '/b', '/c']
+    statuses = {}
+    for part_name, record in results:
+        if part_name == 'crawl_fetch' and record['status'] != 'linked':
+            statuses.setdefault(record['url'], []).append(record['status'])
+    assert statuses == {urls[0]: ['fetch_redir_perm'], urls[1]: ['fetch_redir_perm'],
+                        urls[2]: ['fetch_success']}

@@ -99,7 +99,8 @@ class Fetcher:
         self.progress = Progress()
         self.requester = Requester(settings, self.http, policy, now_ms, count=self._count_locked)
         self.left = 0                      # generated URLs left unfetched by an interrupt
-        self._seen = set()
+        self._seen = set()                 # URLs added and redirect targets followed
+        self._followed = set()             # redirect targets followed
         self._closed = self._stopped = self._no_more = self._interrupted = False
         self._ended = threading.Event()           # set with _stopped
         self.started = time.time()
@@ -136,6 +137,10 @@ class Fetcher:
 
     def add(self, qid: Optional[str], record: dict) -> None:
         with self.cond:
+            if record['url'] in self._followed:
+                # A redirect of this fetch got to the URL first (a head start's, or a URL
+                # added after the rest of its group): its result is the URL's, requested once.
+                return
             self.progress.total += 1
             self._seen.add(record['url'])
             self._enqueue(_Item(record, qid))
@@ -365,6 +370,7 @@ class Fetcher:
                 self._count(metrics.FETCH_REDIRECT_DUPLICATE)
                 return
             self._seen.add(target)
+            self._followed.add(target)
             self._count(metrics.FETCH_REDIRECT_FOLLOWED)
             record = target_record(item.record, target, temp=temp, status='db_unfetched',
                                    now_ms=self.now_ms, policy=self.policy)
