@@ -164,6 +164,8 @@ def run_command(name: str, argv: List[str]) -> int:
             layout = CrawlLayout(args.crawl_dir)
             layout.refuse_foreign()         # a Nutch crawl, a file: refused before anything
         cfg = site_config(args, layout)
+        if late and _names_a_store(cfg):       # a resource on a store: Beam's filesystems now
+            beam_setup()
         now = parse_now(args.now)
         try:
             return module.run(args, cfg, now, beam_args)
@@ -232,6 +234,19 @@ def _without_beam(argv: List[str], parser: argparse.ArgumentParser) -> bool:
     if any('://' in token for token in argv) or '://' in os.environ.get('BEAMCRAWL_CONF', ''):
         return False
     return all(not t.startswith('--') or t.split('=', 1)[0] in ours for t in argv)
+
+
+def _names_a_store(cfg) -> bool:
+    """Whether a setting names a path on a store (`s3://...`: a URL filter's file, say; web
+    URLs aside), which Beam's filesystems read."""
+    def values(value):
+        if isinstance(value, str):
+            yield value
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                yield from values(item)
+    return any('://' in text and not text.lower().startswith(('http://', 'https://'))
+               for value in cfg.values() for text in values(value))
 
 
 def _first_line(error: BaseException) -> str:

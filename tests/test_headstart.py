@@ -241,3 +241,36 @@ def test_a_url_a_head_start_redirect_fetched_is_not_requested_again(tmp_path):
             statuses.setdefault(record['url'], []).append(record['status'])
     assert statuses == {urls[0]: ['fetch_redir_perm'], urls[1]: ['fetch_redir_perm'],
                         urls[2]: ['fetch_success']}
+
+
+def test_a_late_fetch_whose_settings_name_a_store_reaches_the_store(small_web, tmp_path):
+    """A fetch that parses its command line without Beam still reads a setting's file on S3
+    (the site file names a URL filter there): Beam's filesystems are set up before the
+    settings are used. The S3 endpoint is a loopback socket that no one answers: the command
+    connecting to it is the proof (not Beam's 'Unable to get filesystem')."""
+    import select
+    import socket
+    crawl = _generated(small_web, tmp_path, 'c')
+    listener = socket.socket()
+    listener.bind(('127.0.0.1', 0))
+    listener.listen(8)
+    site = tmp_path / 'site.yaml'
+    site.write_text('urlfilter.regex.file: s3://crawl/regex-urlfilter.txt\n')
+    env = cli_env({'AWS_ENDPOINT_URL': f'http://127.0.0.1:{listener.getsockname()[1]}',
+                   'AWS_ACCESS_KEY_ID': 'test', 'AWS_SECRET_ACCESS_KEY': 'test',
+                   'AWS_DEFAULT_REGION': 'us-east-1'})
+    proc = subprocess.Popen([sys.executable, '-m', 'beamcrawl.pipelines.cli', 'fetch', crawl,
+                             '--conf', str(site), '--now', NOW, *_agent(small_web)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        connected = False
+        while not connected and proc.poll() is None:
+            connected = bool(select.select([listener], [], [], 0.1)[0])
+        if not connected:
+            _, err = proc.communicate()
+            raise AssertionError(f'the fetch ended ({proc.returncode}) without reaching S3:\n'
+                                 f'{err}')
+    finally:
+        proc.kill()
+        proc.communicate()
+        listener.close()
