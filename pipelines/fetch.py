@@ -68,6 +68,13 @@ def run(args, cfg, now, beam_args):
         try:
             result, beam_args = _run(run, args, cfg, now, beam_args, fetcher, http, policy,
                                      interrupts)
+        except KeyboardInterrupt:       # before the pipeline's fetch: the head start is kept
+            kept = run.abandon_head(fetcher.journal_roll_s)
+            if not kept:
+                raise
+            raise Interrupted(f'interrupted: {run.before.fetched + kept} fetched, '
+                              f'{run.generated - run.before.fetched - kept} left; rerun to '
+                              'resume', interrupts.exit_code()) from None
         finally:
             run.abandon_head(fetcher.journal_roll_s)
         run.publish(result, {part: update.tmp[part] for part in parts},

@@ -139,8 +139,9 @@ def test_a_beam_option_or_streaming_leaves_the_head_start_out(small_web, tmp_pat
     assert len(_statuses(crawl)) == len(_urls())
 
 
+@pytest.mark.parametrize('failure', [RuntimeError('no pipeline today'), KeyboardInterrupt()])
 def test_a_head_start_nothing_took_over_is_journaled_and_resumed(small_web, tmp_path,
-                                                                 monkeypatch, capsys):
+                                                                 monkeypatch, capsys, failure):
     crawl = _generated(small_web, tmp_path, 'c')
     small_web.clear_log()
     from beamcrawl.transforms.runners import runtime
@@ -151,10 +152,14 @@ def test_a_head_start_nothing_took_over_is_journaled_and_resumed(small_web, tmp_
         [head] = headstart._STARTED.values()
         while head.fetcher.outstanding():
             time.sleep(0.01)
-        raise RuntimeError('no pipeline today')
+        raise failure
     monkeypatch.setattr(runtime, 'make_pipeline', broken)
-    assert main(['fetch', crawl, '--now', NOW, *_agent(small_web)]) == 2
-    assert 'no pipeline today' in capsys.readouterr().err
+    err = _failed_fetch(main, crawl, small_web, capsys, failure)
+    if isinstance(failure, KeyboardInterrupt):     # what the user reads says what was kept
+        assert f'interrupted: {HOSTS} fetched, {len(_urls()) - HOSTS} left; rerun to resume' \
+            in err, err
+    else:
+        assert 'no pipeline today' in err
     # the head start's URLs (the first of each host) are in the journal, fetched
     [journal] = glob.glob(f'{crawl}/segments/*/.fetch')
     assert reading.read_journals(journal).fetched == HOSTS
@@ -163,6 +168,12 @@ def test_a_head_start_nothing_took_over_is_journaled_and_resumed(small_web, tmp_
     assert 'fetched by an earlier run' in capsys.readouterr().out
     _check_polite([r for r in small_web.log if r.path != '/robots.txt'])
     assert len(_statuses(crawl)) == len(_urls())
+
+
+def _failed_fetch(main, crawl, web, capsys, failure):
+    code = main(['fetch', crawl, '--now', NOW, *_agent(web)])
+    assert code == (130 if isinstance(failure, KeyboardInterrupt) else 2)
+    return capsys.readouterr().err
 
 
 def test_start_takes_the_first_url_of_each_queue_within_its_bounds(small_web, tmp_path):

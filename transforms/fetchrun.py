@@ -47,9 +47,10 @@ class FetchRun:
             now=now, journal_dir=self.journal_dir, run_id=self.run_id,
             done=frozenset(self.before.done), queue_times=self.queue_times())
 
-    def abandon_head(self, roll_s: float) -> None:
-        """Ends the head start if nothing took it over (headstart.abandon)."""
-        headstart.abandon(self.head, roll_s)
+    def abandon_head(self, roll_s: float) -> int:
+        """Ends the head start if nothing took it over (headstart.abandon): how many URLs of
+        the fetch list it journaled."""
+        return headstart.abandon(self.head, roll_s)
 
     def transform(self, *, settings: FetcherSettings, http: HttpSettings, policy: UrlPolicy,
                   now: int):

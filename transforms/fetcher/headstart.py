@@ -27,6 +27,7 @@ from beamcrawl.transforms.policy.partition import url_queue
 from beamcrawl.transforms.policy.urls import UrlPolicy
 from beamcrawl.transforms.storage.partfiles import iter_records
 from beamcrawl.transforms.storage.records import complete_datum
+from beamcrawl.transforms.storage.segments import CRAWL_FETCH
 
 __all__ = ['HeadStart', 'start', 'adopt', 'abandon', 'READ_LIMIT']
 
@@ -98,15 +99,19 @@ def adopt(journal_dir: str, run_id: str) -> Optional[HeadStart]:
     return head
 
 
-def abandon(head: Optional[HeadStart], roll_s: float = 0.0) -> None:
+def abandon(head: Optional[HeadStart], roll_s: float = 0.0) -> int:
     """Ends a head start that nothing took over (the pipeline failed before its fetch step):
     no new request; the requests in flight finish and their results are journaled under the
-    run, so that a later run does not request them again. Nothing when it was adopted."""
+    run, so that a later run does not request them again. Nothing when it was adopted.
+    Returns how many of the head start's URLs it journaled."""
     if head is None or _STARTED.get(head.key) is not head:
-        return
+        return 0
     del _STARTED[head.key]
     head.fetcher.stop('interrupted')
     results = head.fetcher.close()
     journal = JournalWriter(head.key[0], head.key[1], roll_s=roll_s)
     journal.write(results)
     journal.close()
+    return len({record['url'] for part, record in results
+                if part == CRAWL_FETCH and record['status'] != 'linked'
+                and record['url'] in head.added})
