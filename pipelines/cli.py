@@ -216,7 +216,6 @@ def beam_setup() -> None:
     docs/performance.md)."""
     if _beam_ready:
         return
-    _beam_ready.append(True)
     from apache_beam.io.filesystems import FileSystems
     from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -224,6 +223,7 @@ def beam_setup() -> None:
     load_filesystems_on_demand(_deferred)
     if FileSystems._pipeline_options is None:   # pylint: disable=protected-access
         FileSystems.set_options(PipelineOptions([]))
+    _beam_ready.append(True)            # only once it is done (an interrupted import: again)
 
 
 def _without_beam(argv: List[str], parser: argparse.ArgumentParser) -> bool:
