@@ -14,9 +14,8 @@ interrupt does: requests in flight finish and are journaled, the URLs not reques
 later run (the journal's resume, fetcher/journal/).
 """
 
-import collections
 import os
-from typing import Dict, FrozenSet, List, Optional, Tuple
+from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 from beamcrawl.transforms.fetcher.dns import Resolver
 from beamcrawl.transforms.fetcher.engine import Fetcher
@@ -37,18 +36,19 @@ READ_LIMIT = 10000
 
 
 class HeadStart:
-    """A Fetcher started on the first URL of some queues; `added`: {URL: times added}."""
+    """A Fetcher started on the first URL of some queues; `added`: those URLs (one a queue)."""
 
-    def __init__(self, fetcher: Fetcher, added: Dict[str, int], key: Tuple[str, str]):
+    def __init__(self, fetcher: Fetcher, added: Set[str], key: Tuple[str, str]):
         self.fetcher, self.added, self.key = fetcher, added, key
         self.pid = os.getpid()
 
     def skips(self, url: str) -> bool:
-        """Whether the head start added `url` already (once for each time it did)."""
-        left = self.added.get(url, 0)
-        if left:
-            self.added[url] = left - 1
-        return bool(left)
+        """Whether the head start added `url` already: true once (a URL listed twice is added
+        again by the caller, as without a head start)."""
+        if url in self.added:
+            self.added.discard(url)
+            return True
+        return False
 
 
 _STARTED: Dict[Tuple[str, str], HeadStart] = {}
@@ -80,11 +80,9 @@ def start(*, generate_files: List[str], settings: FetcherSettings, http: HttpSet
     if not first:
         return None
     fetcher = Fetcher(settings, http, policy, now, queue_times=queue_times)
-    added = collections.Counter()
     for qid, record in first.items():
         fetcher.add(qid, record)
-        added[record['url']] += 1
-    head = HeadStart(fetcher, dict(added), (journal_dir, run_id))
+    head = HeadStart(fetcher, {record['url'] for record in first.values()}, (journal_dir, run_id))
     _STARTED[head.key] = head
     return head
 
