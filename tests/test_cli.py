@@ -52,6 +52,28 @@ def test_python_m_pipeline_module_takes_the_same_arguments(tmp_path):
     assert proc.returncode == 0 and '1 new' in proc.stdout
 
 
+@pytest.mark.parametrize('given, seen', [(None, 'ERROR'), ('DEBUG', 'DEBUG')])
+def test_grpc_core_logs_only_errors_unless_the_user_says(given, seen):
+    """gRPC's C core writes its INFO lines (a GOAWAY when a local worker fails) to stderr
+    unless GRPC_VERBOSITY says otherwise: every command sets it, before Beam and gRPC are
+    imported, and a user's own setting wins."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+    env = {k: v for k, v in os.environ.items() if k != 'GRPC_VERBOSITY'}
+    if given:
+        env['GRPC_VERBOSITY'] = given
+    code = ('import sys, beamcrawl.pipelines, os; '
+            'assert "grpc" not in sys.modules and "apache_beam" not in sys.modules; '
+            'print(os.environ.get("GRPC_VERBOSITY"))')
+    proc = subprocess.run([sys.executable, '-c', code], cwd=ROOT, env=env,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == seen
+
+
 @pytest.mark.parametrize('text, line', [
     ('org.apache.flink.runtime.rest.util.RestClientException: [Could not upload job files.\n'
      '\tat org.apache.flink.runtime.client.ClientUtils.uploadJobGraphFiles(ClientUtils.java:86)\n'

@@ -2,6 +2,7 @@
 harmless noise (the command and the local runner's worker processes set them up alike)."""
 
 import logging
+import os
 import sys
 import threading
 
@@ -66,9 +67,21 @@ def setup_logging() -> None:
     # urllib3 warns, with a traceback, about every malformed response a hostile server sends;
     # the fetcher records those as statuses and counters instead.
     logging.getLogger('urllib3').setLevel(logging.ERROR)
+    quiet_grpc_core()
+
+
+def quiet_grpc_core() -> None:
+    """gRPC's C core logs through absl, which writes every INFO line to stderr unless told
+    otherwise; its `GRPC_VERBOSITY` is read once, when gRPC starts. The local runner's channels
+    to its worker processes close with a GOAWAY when a worker fails, and the core logs that at
+    INFO (`... Got goaway [2] err=UNAVAILABLE ...`) beside the command's one-line error. Its
+    errors are still shown; a user who sets GRPC_VERBOSITY keeps theirs. Set before Beam (and
+    so gRPC) is imported, it reaches the forked worker processes too."""
+    os.environ.setdefault('GRPC_VERBOSITY', 'ERROR')
 
 
 def install_filters() -> None:
     """The filters that must be in place before Beam is imported (it warns while importing)."""
     logging.getLogger().addFilter(DropBeamNoise())
     threading.excepthook = _quiet_excepthook
+    quiet_grpc_core()
