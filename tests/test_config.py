@@ -34,6 +34,28 @@ def test_precedence_default_site_define(tmp_path):
     assert cfg['db.fetch.interval.default'] == 100  # site wins over the default
 
 
+@pytest.mark.parametrize('suffix, opener', [('.gz', 'gzip'), ('.bz2', 'bz2'), ('.xz', 'lzma')])
+def test_a_compressed_site_file_is_read_decompressed(tmp_path, suffix, opener):
+    """A site file whose name ends in a compression suffix is read decompressed, as Beam's
+    filesystems read it (a local plain one is read without Beam), from the command line too."""
+    import importlib
+    import json
+
+    from tests.conftest import run_cli
+    site = tmp_path / ('site.yaml' + suffix)
+    module = importlib.import_module(opener)
+    with module.open(site, 'wb') as f:
+        f.write(b'db.score.injected: 2.5\nurlfilter.regex.file: my-filter.txt' +
+                suffix.encode() + b'\n')
+    with module.open(tmp_path / ('my-filter.txt' + suffix), 'wb') as f:
+        f.write(b'-^http://a\\.test/\n+.\n')
+    cfg = load_config(str(site))
+    assert cfg['db.score.injected'] == 2.5
+    assert cfg.resource_text('urlfilter.regex.file') == '-^http://a\\.test/\n+.\n'
+    out = json.loads(run_cli('config', '--json', '--conf', str(site)).stdout)
+    assert out['db.score.injected'] == {'value': 2.5, 'source': f'config file {site}'}
+
+
 def test_nutch_site_xml(tmp_path):
     site = tmp_path / 'nutch-site.xml'
     site.write_text('<?xml version="1.0"?><configuration>'

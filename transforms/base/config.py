@@ -231,17 +231,27 @@ def _exists(path: str) -> bool:
     """Whether a config file exists: a local path without Beam (a command reads its settings
     before it imports Beam: the fetch's head start, docs/performance.md), else through Beam's
     FileSystems."""
-    if '://' not in path:
+    if _plain_local(path):
         return os.path.exists(path)
     from apache_beam.io.filesystems import FileSystems
     return FileSystems.exists(path)
 
 
 def _open(path: str):
-    if '://' not in path:
+    if _plain_local(path):
         return open(path, 'rb')
     from apache_beam.io.filesystems import FileSystems
-    return FileSystems.open(path)
+    return FileSystems.open(path)       # decompresses by the name's suffix (site.yaml.gz)
+
+
+# The suffixes by which Beam's FileSystems.open decompresses a file (CompressionTypes.AUTO)
+_COMPRESSED = ('.bz2', '.deflate', '.gz', '.zst', '.zstd', '.xz', '.lzma')
+
+
+def _plain_local(path: str) -> bool:
+    """A local file that is read as it is, without Beam; a compressed one is read through
+    Beam, as before the head start (the same file reads the same either way)."""
+    return '://' not in path and not path.lower().endswith(_COMPRESSED)
 
 
 def _read_site(path: str) -> dict:
