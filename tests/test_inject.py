@@ -152,6 +152,25 @@ def test_seed_directory_reads_plain_files_only(tmp_path, capsys):
     assert sorted(read_db(crawl)) == ['http://a.test/', 'http://b.test/']
 
 
+def test_gzipped_seed_files_are_read_decompressed(tmp_path):
+    """Seeds gzipped (as Nutch's inject reads them through Hadoop), alone or in a seed
+    directory beside a plain file: every URL, none malformed."""
+    import gzip
+    seeds = tmp_path / 'seeds'
+    seeds.mkdir()
+    with gzip.open(seeds / 'many.txt.gz', 'wt') as f:
+        f.write(''.join(f'http://a.test/{i}\n' for i in range(500)))
+    write_seeds(seeds / 'plain.txt', ['http://b.test/'])
+    crawl = str(tmp_path / 'crawl')
+    proc = run_cli('inject', crawl, str(seeds / 'many.txt.gz'), '--now', NOW)
+    assert '500 injected' in proc.stdout and '0 malformed' in proc.stdout, proc.stdout
+    crawl2 = str(tmp_path / 'crawl2')
+    proc = run_cli('inject', crawl2, str(seeds), '--now', NOW)
+    assert '501 injected' in proc.stdout and '0 malformed' in proc.stdout, proc.stdout
+    assert sorted(read_db(crawl2)) == sorted([f'http://a.test/{i}' for i in range(500)] +
+                                             ['http://b.test/'])
+
+
 def _empty_dir(d):
     (d / 'empty').mkdir()
     return str(d / 'empty')

@@ -36,3 +36,17 @@ def test_text_units_cut_at_line_starts_and_know_their_line_numbers(tmp_path, per
     got = [(n, raw) for u in units for n, raw in read_unit_lines(u)]
     assert [n for n, _ in got] == list(range(1, len(lines) + 1))
     assert [raw.decode().rstrip('\n') for _, raw in got] == lines
+
+
+@pytest.mark.parametrize('suffix, opener', [('.gz', 'gzip'), ('.bz2', 'bz2'), ('.xz', 'lzma')])
+def test_a_compressed_text_file_is_one_unit_read_decompressed(tmp_path, suffix, opener):
+    import importlib
+    lines = [f'http://a.test/{i}' for i in range(3000)]
+    path = str(tmp_path / ('seeds.txt' + suffix))
+    with importlib.import_module(opener).open(path, 'wt') as f:
+        f.write('\n'.join(lines) + '\n')
+    units = text_units([('seeds', path)], per_unit=100)
+    assert len(units) == 1
+    got = [(n, raw) for u in units for n, raw in read_unit_lines(u)]
+    assert [n for n, _ in got] == list(range(1, len(lines) + 1))
+    assert [raw.decode().rstrip('\n') for _, raw in got] == lines

@@ -13,7 +13,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from beamcrawl.transforms.storage import container, fs
 
-__all__ = ['Unit', 'avro_units', 'text_units', 'spread', 'read_unit_lines', 'RECORDS_PER_UNIT',
+__all__ = ['Unit', 'avro_units', 'text_units', 'spread', 'read_unit_lines', 'compressed', 'RECORDS_PER_UNIT',
            'BYTES_PER_TEXT_UNIT']
 
 # Work-unit sizes: small enough to share the work evenly between processes, large enough that
@@ -91,13 +91,27 @@ def spread(units: Sequence[Unit], workers: int) -> List[Unit]:
         else out
 
 
+def compressed(path: str) -> bool:
+    """Whether a text input is read decompressed: its name ends in a suffix by which Beam's
+    filesystems decompress it (seeds.txt.gz, as Nutch's inject reads it through Hadoop)."""
+    return CompressionTypes.detect_compression_type(path) != CompressionTypes.UNCOMPRESSED
+
+
 def text_units(inputs: Sequence[Tuple[str, str]], *, per_unit: int,
                first_index: int = 0) -> List[Unit]:
     """Units of about `per_unit` bytes over (tag, path) text files, cut at line starts; each
-    knows the number of its first line (for messages naming file:line)."""
+    knows the number of its first line (for messages naming file:line). A compressed file is
+    one unit, its span over the decompressed bytes."""
     units: List[Unit] = []
     index = first_index
     for tag, path in inputs:
+        if compressed(path):        # not splittable: one unit, read whole (as Hadoop reads it)
+            with FileSystems.open(path) as f:
+                size = len(fs.read_all(f))
+            if size:
+                units.append(Unit(index, tag, path, span=(0, size)))
+                index += 1
+            continue
         with fs.open_read(path) as f:
             data = fs.read_all(f)
         start, line = 0, 1
@@ -114,8 +128,12 @@ def text_units(inputs: Sequence[Tuple[str, str]], *, per_unit: int,
 def read_unit_lines(unit: Unit) -> Iterator[Tuple[int, bytes]]:
     """(line number, raw line) of a text unit."""
     start, end = unit.span
-    with FileSystems.open(unit.path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-        f.seek(start)
-        data = f.read(end - start)
+    if compressed(unit.path):
+        with FileSystems.open(unit.path) as f:
+            data = fs.read_all(f)[start:end]
+    else:
+        with FileSystems.open(unit.path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+            f.seek(start)
+            data = f.read(end - start)
     for number, raw in enumerate(data.splitlines(keepends=True), unit.first_line):
         yield number, raw
