@@ -118,7 +118,7 @@ def main():
     print(f'fetched {f["pages"]} pages; fetch stage {f["stage"]:.1f} s = '
           f'{f["stage"] / f["m"]:.3f} x M (M = {f["m"]:.1f} s); whole command {f["wall"]:.1f} s')
     print(f'gap between fetches of a host: median {f["median_gap"] * 1000:.0f} ms, '
-          f'min {f["min_gap"] * 1000:.0f} ms (delay {args.delay * 1000:.0f} ms)')
+          f'min {f["min_gap"] * 1000:.1f} ms (delay {args.delay * 1000:.0f} ms)')
     print(f'the host that ended last ({f["last_host"]}): its first page {f["last_host_start"]:.2f} s '
           f'after the first page, mean gap {f["last_host_gap"] * 1000:.1f} ms, mean response '
           f'{f["last_host_response"] * 1000:.1f} ms')
