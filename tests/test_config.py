@@ -56,6 +56,23 @@ def test_a_compressed_site_file_is_read_decompressed(tmp_path, suffix, opener):
     assert out['db.score.injected'] == {'value': 2.5, 'source': f'config file {site}'}
 
 
+def test_a_damaged_compressed_site_or_rule_file_is_a_one_line_error(tmp_path):
+    import gzip
+
+    from tests.conftest import run_cli
+    site = tmp_path / 'site.yaml.gz'
+    site.write_bytes(gzip.compress(b'db.score.injected: 2.5\n')[:-9])    # the trailer cut
+    proc = run_cli('config', '--conf', str(site), check=False)
+    assert proc.returncode == 2 and 'Traceback' not in proc.stderr
+    assert proc.stderr.strip() == (f'beamcrawl config: config file {site}: not a readable gzip '
+                                   'file (Compressed file ended before the end-of-stream marker '
+                                   'was reached)')
+    (tmp_path / 'rules.txt.gz').write_bytes(b'+.\n')                    # not gzip at all
+    cfg = load_config(defines=[f'urlfilter.regex.file={tmp_path / "rules.txt.gz"}'])
+    with pytest.raises(ConfigError, match='rules.txt.gz: not a readable gzip file'):
+        cfg.resource_text('urlfilter.regex.file')
+
+
 def test_nutch_site_xml(tmp_path):
     site = tmp_path / 'nutch-site.xml'
     site.write_text('<?xml version="1.0"?><configuration>'

@@ -181,10 +181,26 @@ def _binary_file(d):
     return str(d / 'bin')
 
 
+def _plain_named_gz(d):
+    (d / 'seeds.txt.gz').write_text('http://a.test/\n')
+    return str(d / 'seeds.txt.gz')
+
+
+def _truncated_gz(d):
+    import gzip
+    data = gzip.compress(''.join(f'http://a.test/{i}\n' for i in range(2000)).encode())
+    (d / 'seeds').mkdir()
+    (d / 'seeds' / 'ok.txt').write_text('http://b.test/\n')
+    (d / 'seeds' / 'cut.txt.gz').write_bytes(data[:len(data) // 2])
+    return str(d / 'seeds')
+
+
 @pytest.mark.parametrize('setup,message', [
     (lambda d: str(d / 'missing.txt'), 'missing.txt: seeds file or directory not found'),
     (_empty_dir, 'no seed files in this directory'),
     (_binary_file, 'bin: not a text file of seed URLs'),
+    (_plain_named_gz, 'seeds.txt.gz: not a readable gzip file (Not a gzipped file'),
+    (_truncated_gz, 'cut.txt.gz: not a readable gzip file (Compressed file ended before'),
 ])
 def test_bad_seeds_are_one_line_errors(tmp_path, setup, message):
     proc = run_cli('inject', str(tmp_path / 'crawl'), setup(tmp_path), check=False)

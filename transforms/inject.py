@@ -12,16 +12,15 @@ import os
 from typing import Dict, List, Optional, Sequence
 
 import apache_beam as beam
-from apache_beam.io.filesystems import FileSystems
 
-from beamcrawl.transforms.base import metrics
+from beamcrawl.transforms.base import compression, metrics
 from beamcrawl.transforms.base.errors import InputError
 from beamcrawl.transforms.engine import partitions
 from beamcrawl.transforms.engine.items import OLD, OLD_RAW, SEED, SEED_RAW
 from beamcrawl.transforms.engine.mapreduce import MapReduce
 from beamcrawl.transforms.engine.reducers import JoinReducer, Mapper
 from beamcrawl.transforms.engine.units import (BYTES_PER_TEXT_UNIT, RECORDS_PER_UNIT, Unit,
-                                               avro_units, read_unit_lines, text_units)
+                                               avro_units, read_text, read_unit_lines, text_units)
 from beamcrawl.transforms.policy.inject import (InjectRules, SeedError, injected_datum,
                                                 merge_injected, parse_seed_line, pick_last)
 from beamcrawl.transforms.policy.urls import UrlPolicy
@@ -63,8 +62,11 @@ def seed_files(path: str) -> List[str]:
         files = [path]
     for name in files:
         try:
-            with FileSystems.open(name) as f:
-                head = f.read(8192)
+            if compression.kind(name):
+                head = read_text(name)[:8192]       # the whole stream checked, once
+            else:
+                with fs.open_read(name) as f:
+                    head = f.read(8192)
         except (IOError, OSError) as e:
             raise InputError(f'{name}: cannot read seeds ({e})') from None
         if b'\x00' in head:

@@ -15,6 +15,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import yaml
 
+from beamcrawl.transforms.base import compression
 from beamcrawl.transforms.base.errors import ConfigError
 
 __all__ = ['Config', 'KeySpec', 'Recorded', 'load_config', 'load_specs', 'bundled_conf_dir',
@@ -197,8 +198,10 @@ class Config(Mapping):
         path = self.resource_path(key)
         if path is None:
             return None
-        with _open(path) as f:
-            return f.read().decode('utf-8')
+        try:
+            return _read(path).decode('utf-8')
+        except (OSError, UnicodeDecodeError) as e:
+            raise ConfigError(f'{key}={path}: cannot read ({e})') from None
 
 
 # Hadoop's own settings, which a nutch-site.xml often carries: ignored like Nutch's keys.
@@ -231,27 +234,30 @@ def _exists(path: str) -> bool:
     """Whether a config file exists: a local path without Beam (a command reads its settings
     before it imports Beam: the fetch's head start, docs/performance.md), else through Beam's
     FileSystems."""
-    if _plain_local(path):
+    if '://' not in path:
         return os.path.exists(path)
     from apache_beam.io.filesystems import FileSystems
     return FileSystems.exists(path)
 
 
-def _open(path: str):
-    if _plain_local(path):
-        return open(path, 'rb')
-    from apache_beam.io.filesystems import FileSystems
-    return FileSystems.open(path)       # decompresses by the name's suffix (site.yaml.gz)
-
-
-# The suffixes by which Beam's FileSystems.open decompresses a file (CompressionTypes.AUTO)
-_COMPRESSED = ('.bz2', '.deflate', '.gz', '.zst', '.zstd', '.xz', '.lzma')
-
-
-def _plain_local(path: str) -> bool:
-    """A local file that is read as it is, without Beam; a compressed one is read through
-    Beam, as before the head start (the same file reads the same either way)."""
-    return '://' not in path and not path.lower().endswith(_COMPRESSED)
+def _read(path: str) -> bytes:
+    """A config file's bytes, decompressed when its name says so (site.yaml.gz: base/
+    compression.py). Raises OSError, or ConfigError for a damaged compressed file."""
+    if '://' not in path:
+        with open(path, 'rb') as f:
+            raw = f.read()
+    else:
+        from apache_beam.io.filesystem import CompressionTypes
+        from apache_beam.io.filesystems import FileSystems
+        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+            raw = f.read()
+    how = compression.kind(path)
+    if how is None:
+        return raw
+    try:
+        return compression.decompress(raw, how)
+    except compression.CompressionError as e:
+        raise ConfigError(f'config file {path}: {e}') from None
 
 
 def _read_site(path: str) -> dict:
@@ -259,8 +265,7 @@ def _read_site(path: str) -> dict:
     if not _exists(path):
         raise ConfigError(f'config file {path}: not found')
     try:
-        with _open(path) as f:
-            raw = f.read()
+        raw = _read(path)
     except OSError as e:
         raise ConfigError(f'config file {path}: cannot read ({e})') from None
     if raw.lstrip().startswith(b'<'):
@@ -315,8 +320,7 @@ def read_recorded(path: str) -> Optional[Recorded]:
     if not _exists(path):
         return None
     try:
-        with _open(path) as f:
-            raw = f.read()
+        raw = _read(path)
     except OSError as e:
         raise ConfigError(f'{path}: cannot read ({e})') from None
     try:

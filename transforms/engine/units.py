@@ -11,10 +11,12 @@ import fastavro
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from beamcrawl.transforms.base import compression
+from beamcrawl.transforms.base.errors import InputError
 from beamcrawl.transforms.storage import container, fs
 
-__all__ = ['Unit', 'avro_units', 'text_units', 'spread', 'read_unit_lines', 'compressed', 'RECORDS_PER_UNIT',
-           'BYTES_PER_TEXT_UNIT']
+__all__ = ['Unit', 'avro_units', 'text_units', 'spread', 'read_unit_lines', 'read_text',
+           'RECORDS_PER_UNIT', 'BYTES_PER_TEXT_UNIT']
 
 # Work-unit sizes: small enough to share the work evenly between processes, large enough that
 # a unit's fixed costs (one task, a spill file per partition) do not count.
@@ -91,10 +93,19 @@ def spread(units: Sequence[Unit], workers: int) -> List[Unit]:
         else out
 
 
-def compressed(path: str) -> bool:
-    """Whether a text input is read decompressed: its name ends in a suffix by which Beam's
-    filesystems decompress it (seeds.txt.gz, as Nutch's inject reads it through Hadoop)."""
-    return CompressionTypes.detect_compression_type(path) != CompressionTypes.UNCOMPRESSED
+def read_text(path: str) -> bytes:
+    """A text input's bytes, decompressed when its name says so (seeds.txt.gz, as Nutch's
+    inject reads it through Hadoop: base/compression.py). Raises InputError, naming the file,
+    for a damaged compressed file."""
+    with fs.open_read(path) as f:
+        data = fs.read_all(f)
+    how = compression.kind(path)
+    if how is None:
+        return data
+    try:
+        return compression.decompress(data, how)
+    except compression.CompressionError as e:
+        raise InputError(f'{path}: {e}') from None
 
 
 def text_units(inputs: Sequence[Tuple[str, str]], *, per_unit: int,
@@ -105,15 +116,12 @@ def text_units(inputs: Sequence[Tuple[str, str]], *, per_unit: int,
     units: List[Unit] = []
     index = first_index
     for tag, path in inputs:
-        if compressed(path):        # not splittable: one unit, read whole (as Hadoop reads it)
-            with FileSystems.open(path) as f:
-                size = len(fs.read_all(f))
-            if size:
-                units.append(Unit(index, tag, path, span=(0, size)))
+        data = read_text(path)
+        if compression.kind(path):   # not splittable: one unit, read whole (as Hadoop reads it)
+            if data:
+                units.append(Unit(index, tag, path, span=(0, len(data))))
                 index += 1
             continue
-        with fs.open_read(path) as f:
-            data = fs.read_all(f)
         start, line = 0, 1
         while start < len(data):
             end = data.find(b'\n', min(start + per_unit, len(data)) - 1)
@@ -128,9 +136,8 @@ def text_units(inputs: Sequence[Tuple[str, str]], *, per_unit: int,
 def read_unit_lines(unit: Unit) -> Iterator[Tuple[int, bytes]]:
     """(line number, raw line) of a text unit."""
     start, end = unit.span
-    if compressed(unit.path):
-        with FileSystems.open(unit.path) as f:
-            data = fs.read_all(f)[start:end]
+    if compression.kind(unit.path):
+        data = read_text(unit.path)[start:end]
     else:
         with FileSystems.open(unit.path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
             f.seek(start)
