@@ -23,7 +23,13 @@ def add_arguments(parser):
 
 
 def url_lines(path):
-    """The non-empty, stripped lines of `path` (stdin when None), one at a time."""
+    """The non-empty, stripped lines of `path` (stdin when None), one at a time; a file named
+    .gz, .bz2, .xz, .zst ... is read decompressed (transforms/base/compression.py)."""
+    from beamcrawl.transforms.base import compression
+    how = compression.kind(path) if path else None
+    if how:
+        yield from _compressed_lines(path, how)
+        return
     stream = open(path, encoding='utf-8', errors='replace') if path else sys.stdin
     try:
         for line in stream:
@@ -33,6 +39,19 @@ def url_lines(path):
     finally:
         if path:
             stream.close()
+
+
+def _compressed_lines(path, how):
+    from beamcrawl.transforms.base import compression
+    from beamcrawl.transforms.base.errors import UserError
+    try:
+        with open(path, 'rb') as f:
+            for raw in compression.lines(f, how):
+                line = raw.decode('utf-8', errors='replace').strip()
+                if line:
+                    yield line
+    except compression.CompressionError as e:
+        raise UserError(f'{path}: {e}') from None
 
 
 def run(args, cfg, now, beam_args):

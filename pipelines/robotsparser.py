@@ -36,11 +36,14 @@ def run(args, cfg, now, beam_args):
     if args.urls == '-':
         lines = sys.stdin.read().splitlines()
     else:
+        from beamcrawl.transforms.base import compression
         try:
-            with open(args.urls, encoding='utf-8', errors='replace') as f:
-                lines = f.read().splitlines()
+            lines = compression.read_local(args.urls).decode(
+                'utf-8', errors='replace').splitlines()
         except OSError as e:
             raise UserError(f'{args.urls}: cannot read ({e.strerror})') from None
+        except compression.CompressionError as e:
+            raise UserError(f'{args.urls}: {e}') from None
     print(f'Testing robots.txt for agent names: {",".join(names) or "* (any other agent)"}')
     names = names or ('*',)
     if rules.kind != 'parsed':

@@ -129,6 +129,37 @@ def test_robotsparser_tests_urls_and_paths_for_an_agent(tmp_path):
     assert proc.returncode == 2 and 'none.txt: cannot read' in proc.stderr
 
 
+def test_the_checkers_read_a_compressed_url_file_decompressed(tmp_path):
+    """filterchecker, normalizerchecker and robotsparser read `--urls u.gz` (or the robotsparser's
+    URL file) as they read it plain; a damaged one is a one-line error."""
+    import gzip
+    import lzma
+    urls = ['http://www.a.test/', 'http://B.test/x/../private/y']
+    plain = write_seeds(tmp_path / 'urls.txt', urls)
+    (tmp_path / 'urls.txt.gz').write_bytes(gzip.compress(open(plain, 'rb').read()))
+    (tmp_path / 'urls.xz').write_bytes(lzma.compress(open(plain, 'rb').read()))
+    (tmp_path / 'cut.gz').write_bytes(gzip.compress(open(plain, 'rb').read())[:-5])
+    (tmp_path / 'robots.txt').write_bytes(ROBOTS)
+    for command in (['filterchecker', '-D', 'domain.extra.suffixes=test'],
+                    ['normalizerchecker']):
+        want = run_cli(*command, '--urls', plain).stdout
+        assert want.count('\n') == 2
+        for name in ('urls.txt.gz', 'urls.xz'):
+            assert run_cli(*command, '--urls', str(tmp_path / name)).stdout == want
+        proc = run_cli(*command, '--urls', str(tmp_path / 'cut.gz'), check=False)
+        assert proc.returncode == 2 and 'Traceback' not in proc.stderr
+        assert proc.stderr.strip().splitlines() == [
+            f'beamcrawl {command[0]}: {tmp_path / "cut.gz"}: not a readable gzip file (it ends '
+            'in the middle of a stream: cut short?)']
+    robots = str(tmp_path / 'robots.txt')
+    want = run_cli('robotsparser', robots, plain).stdout
+    assert 'allowed:\thttp://www.a.test/' in want and want.count('allowed:') == 2
+    assert run_cli('robotsparser', robots, str(tmp_path / 'urls.txt.gz')).stdout == want
+    proc = run_cli('robotsparser', robots, str(tmp_path / 'cut.gz'), check=False)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert 'cut.gz: not a readable gzip file' in proc.stderr
+
+
 def _conf(web, *extra):
     return ['-D', 'http.agent.name=testbot', '-D', 'http.proxy.host=127.0.0.1',
             '-D', f'http.proxy.port={web.port}', '-D', 'domain.extra.suffixes=test',

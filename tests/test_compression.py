@@ -8,7 +8,8 @@ import zlib
 import pytest
 import zstandard
 
-from beamcrawl.transforms.base.compression import CompressionError, decompress, kind
+from beamcrawl.transforms.base.compression import (CompressionError, chunks, decompress, kind,
+                                                   lines, scan)
 
 pytestmark = pytest.mark.unit
 
@@ -22,6 +23,10 @@ TEXT = b''.join(b'http://a.test/%d\n' % i for i in range(3000))
 ])
 def test_the_kind_is_the_suffix_beam_knows(path, expected):
     assert kind(path) == expected
+
+
+def _cut(data):
+    return data[:len(data) - 7]
 
 
 STREAMS = [
@@ -55,3 +60,66 @@ def test_a_damaged_stream_is_an_error_not_a_short_read(how, data, damage):
 @pytest.mark.parametrize('how', sorted(set(IDS) - {'lzma'}))
 def test_an_empty_file_holds_nothing_whatever_its_name(how):
     assert decompress(b'', how) == b''
+
+
+def _two(how, first, second):
+    return {'gzip': gzip.compress, 'bzip2': bz2.compress, 'xz': lzma.compress,
+            'zstd': zstandard.ZstdCompressor().compress}[how](first), \
+        {'gzip': gzip.compress, 'bzip2': bz2.compress, 'xz': lzma.compress,
+         'zstd': zstandard.ZstdCompressor().compress}[how](second)
+
+
+@pytest.mark.parametrize('how', ['gzip', 'bzip2', 'xz', 'zstd'])
+@pytest.mark.parametrize('after', ['a damaged second stream', 'a second stream cut short',
+                                   'garbage'])
+def test_what_follows_a_good_stream_is_checked_too(how, after):
+    """bz2.decompress and lzma.decompress stop quietly at the first good stream when what
+    follows is not one: a file's later streams, and bytes after its last, are checked."""
+    one, two = _two(how, TEXT[:20000], TEXT[20000:])
+    tail = {'a damaged second stream': two[:6] + bytes(b ^ 0x5A for b in two[6:40]) + two[40:],
+            'a second stream cut short': _cut(two),
+            'garbage': b'this is not a stream'}[after]
+    assert decompress(one + two, how) == TEXT
+    with pytest.raises(CompressionError, match=f'not a readable {how} file'):
+        decompress(one + tail, how)
+
+
+def test_bytes_after_a_deflate_stream_are_an_error():
+    with pytest.raises(CompressionError, match='bytes after the end of its stream'):
+        decompress(zlib.compress(TEXT) + b'x', 'deflate')
+
+
+@pytest.mark.parametrize('how', ['gzip', 'bzip2', 'xz', 'zstd'])
+def test_zero_padding_between_and_after_streams_is_skipped(how):
+    one, two = _two(how, TEXT[:20000], TEXT[20000:])
+    assert decompress(one + bytes(8) + two + bytes(4), how) == TEXT
+
+
+def test_a_long_window_zstd_file_is_read_as_beam_reads_it():
+    params = zstandard.ZstdCompressionParameters.from_level(3, window_log=31)
+    data = zstandard.ZstdCompressor(compression_params=params).compress(TEXT)
+    assert decompress(data, 'zstd') == TEXT
+
+
+class _Trickle:
+    """A raw file that returns a few bytes per read, as a slow store may."""
+    def __init__(self, data, step):
+        self.data, self.at, self.step = data, 0, step
+
+    def read(self, n=-1):
+        piece = self.data[self.at:self.at + min(n, self.step)]
+        self.at += len(piece)
+        return piece
+
+
+@pytest.mark.parametrize('how, data', STREAMS, ids=IDS)
+@pytest.mark.parametrize('step', [1, 7, 1 << 20])
+def test_lines_and_scan_stream_whatever_the_reads(how, data, step):
+    """lines() gives the file's lines (the last without its newline kept as it is) and scan()
+    its size and head, however the raw bytes arrive."""
+    text = TEXT + b'last line without newline'
+    raw = {'gzip': gzip.compress, 'bzip2': bz2.compress, 'deflate': zlib.compress,
+           'zstd': zstandard.ZstdCompressor().compress}.get(how, lzma.compress)(text)
+    assert list(lines(_Trickle(raw, step), how)) == text.splitlines(keepends=True)
+    assert scan(_Trickle(raw, step), how) == (len(text), text[:8192])
+    assert b''.join(chunks(_Trickle(raw, step), how)) == text

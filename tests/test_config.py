@@ -65,12 +65,13 @@ def test_a_damaged_compressed_site_or_rule_file_is_a_one_line_error(tmp_path):
     proc = run_cli('config', '--conf', str(site), check=False)
     assert proc.returncode == 2 and 'Traceback' not in proc.stderr
     assert proc.stderr.strip() == (f'beamcrawl config: config file {site}: not a readable gzip '
-                                   'file (Compressed file ended before the end-of-stream marker '
-                                   'was reached)')
-    (tmp_path / 'rules.txt.gz').write_bytes(b'+.\n')                    # not gzip at all
-    cfg = load_config(defines=[f'urlfilter.regex.file={tmp_path / "rules.txt.gz"}'])
-    with pytest.raises(ConfigError, match='rules.txt.gz: not a readable gzip file'):
+                                   'file (it ends in the middle of a stream: cut short?)')
+    rules = tmp_path / 'rules.txt.gz'
+    rules.write_bytes(b'+.\n')                                          # not gzip at all
+    cfg = load_config(defines=[f'urlfilter.regex.file={rules}'])
+    with pytest.raises(ConfigError) as raised:
         cfg.resource_text('urlfilter.regex.file')
+    assert str(raised.value).startswith(f'urlfilter.regex.file={rules}: not a readable gzip file (')
 
 
 def test_nutch_site_xml(tmp_path):

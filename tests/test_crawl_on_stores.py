@@ -178,6 +178,33 @@ def test_the_local_runners_worker_processes_reach_the_store(remote, tmp_path):
     assert len(list(iter_records(crawl.part_files(segment, 'crawl_generate')))) == 100
 
 
+def test_a_compressed_seed_file_on_the_store_is_injected_by_the_workers(remote):
+    """A .gz seed file on the store is read raw through the store, decompressed into a plain
+    copy among the update's working files on the store, and shared between the workers; the
+    copy goes with the update. A cut-short one is a one-line error that writes nothing."""
+    import gzip
+    workers = ('-D', 'runner.local.parallel.records=1', '-D', 'runner.local.workers=2')
+    packed = gzip.compress(''.join(f'http://h{i % 9}.test/p{i}\n' for i in range(5000)).encode())
+    seeds = remote.path('in', 'seeds.txt.gz')
+    with fs.create(seeds) as f:
+        f.write(packed)
+    crawl = remote.path('crawl')
+    proc = run_cli('inject', crawl, seeds, '--now', NOW, *workers, *remote.options)
+    assert '5000 injected' in proc.stdout and '0 malformed' in proc.stdout, proc.stdout
+    assert 'local runner: 2 worker processes' in proc.stderr
+    assert len(_db(Store(remote.name, crawl, remote.options))) == 5000
+    assert [p for p in fs.children(remote.path('crawl', 'crawldb'))
+            if 'scratch' in p] == []
+    cut = remote.path('in', 'cut.txt.gz')
+    with fs.create(cut) as f:
+        f.write(packed[:len(packed) // 2])
+    proc = run_cli('inject', remote.path('other'), cut, '--now', NOW, *remote.options,
+                   check=False)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert 'cut.txt.gz: not a readable gzip file' in proc.stderr
+    assert not fs.exists(remote.path('other', 'crawldb', 'current'))
+
+
 def test_a_lock_held_on_the_store_refuses_a_second_driver(remote, tmp_path):
     _crawl_with_a_fetched_segment(remote, tmp_path, urls=50)
     proc, hold = _held('updatedb', remote, 'install.begin', tmp_path)

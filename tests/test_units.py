@@ -50,3 +50,33 @@ def test_a_compressed_text_file_is_one_unit_read_decompressed(tmp_path, suffix, 
     got = [(n, raw) for u in units for n, raw in read_unit_lines(u)]
     assert [n for n, _ in got] == list(range(1, len(lines) + 1))
     assert [raw.decode().rstrip('\n') for _, raw in got] == lines
+
+
+@pytest.mark.parametrize('per_unit', [1, 7, 30, 1000, 10 ** 6])
+def test_a_compressed_text_file_with_a_scratch_dir_is_cut_as_its_plain_text(tmp_path, per_unit):
+    """With a scratch directory, a compressed file is decompressed once into a plain copy and
+    cut as the plain file would be: the same spans, the same line numbers, the same lines."""
+    import gzip
+
+    from beamcrawl.transforms.base import compression
+    lines = [f'http://a.test/{i}' + 'x' * (i % 13) for i in range(3000)] + ['', 'last']
+    text = '\n'.join(lines).encode()
+    plain = str(tmp_path / 'seeds.txt')
+    with open(plain, 'wb') as f:
+        f.write(text)
+    packed = str(tmp_path / 'seeds.txt.gz')
+    with open(packed, 'wb') as f:           # two members, so a stream boundary falls inside
+        f.write(gzip.compress(text[:5000]) + gzip.compress(text[5000:]))
+    want = text_units([('seeds', plain)], per_unit=per_unit)
+    old = compression.READ_BYTES
+    compression.READ_BYTES = 997            # many pieces, cut anywhere
+    try:
+        got = text_units([('seeds', packed)], per_unit=per_unit, first_index=3,
+                         scratch=str(tmp_path / 'scratch'))
+    finally:
+        compression.READ_BYTES = old
+    assert [(u.index, u.span, u.first_line) for u in got] == \
+        [(u.index + 3, u.span, u.first_line) for u in want]
+    assert all(u.path == packed and u.read_from for u in got)
+    assert [x for u in got for x in read_unit_lines(u)] == \
+        [x for u in want for x in read_unit_lines(u)]

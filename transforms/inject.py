@@ -20,7 +20,7 @@ from beamcrawl.transforms.engine.items import OLD, OLD_RAW, SEED, SEED_RAW
 from beamcrawl.transforms.engine.mapreduce import MapReduce
 from beamcrawl.transforms.engine.reducers import JoinReducer, Mapper
 from beamcrawl.transforms.engine.units import (BYTES_PER_TEXT_UNIT, RECORDS_PER_UNIT, Unit,
-                                               avro_units, read_text, read_unit_lines, text_units)
+                                               avro_units, read_unit_lines, scan_text, text_units)
 from beamcrawl.transforms.policy.inject import (InjectRules, SeedError, injected_datum,
                                                 merge_injected, parse_seed_line, pick_last)
 from beamcrawl.transforms.policy.urls import UrlPolicy
@@ -63,7 +63,7 @@ def seed_files(path: str) -> List[str]:
     for name in files:
         try:
             if compression.kind(name):
-                head = read_text(name)[:8192]       # the whole stream checked, once
+                head = scan_text(name)[1]           # every stream checked, to its end
             else:
                 with fs.open_read(name) as f:
                     head = f.read(8192)
@@ -319,7 +319,7 @@ class Inject(beam.PTransform):
         self.reader = SeedReader(paths=seed_paths, policy=policy, rules=rules, now=now,
                                  normalize=normalize, filter_urls=filter_urls)
         self.seed_units = text_units([(SEED_INPUT, f) for f in seed_paths],
-                                     per_unit=BYTES_PER_TEXT_UNIT)
+                                     per_unit=BYTES_PER_TEXT_UNIT, scratch=out.scratch)
         self.old_units = avro_units([(OLD_INPUT, f) for f in crawldb.part_files()],
                                     schema=CRAWL_DATUM_SCHEMA, per_unit=RECORDS_PER_UNIT,
                                     first_index=len(self.seed_units))

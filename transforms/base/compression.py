@@ -1,26 +1,30 @@
 """Compressed text inputs (seed lists, URL lists, site and rule files), known by their name's
-suffix as Beam's filesystems and Hadoop know them: read whole and decompressed, and a damaged
-or truncated stream is an error that names the file, never a silent short read.
+suffix as Beam's filesystems know them: decompressed as a stream, every stream of the file
+checked to its end. A damaged or truncated stream, or bytes after the last one that are not
+another stream, is an error that names the file, never a silent short read.
 
 Plain Python, no Beam: a command reads its settings before it imports Beam (docs/performance.md,
-"The fetch's head start").
+"The fetch's head start"). The decompressors are imported on first use.
 """
 
-import bz2
-import gzip
-import lzma
-import zlib
-from typing import Optional
+import io
+from typing import BinaryIO, Iterator, Optional, Tuple
 
-__all__ = ['SUFFIXES', 'kind', 'decompress', 'CompressionError']
+__all__ = ['SUFFIXES', 'kind', 'chunks', 'decompress', 'lines', 'scan', 'read_local',
+           'CompressionError']
 
-# Suffix (lower case) → the kind of stream; the suffixes of Beam's CompressionTypes.AUTO.
+# Suffix (lower case) → the kind of stream: the suffixes of Beam's CompressionTypes.AUTO.
 SUFFIXES = {'.gz': 'gzip', '.bz2': 'bzip2', '.deflate': 'deflate', '.zst': 'zstd',
             '.zstd': 'zstd', '.xz': 'xz', '.lzma': 'xz'}
 
+# Compressed bytes read at a time: what one step can expand to stays in the tens of MB.
+READ_BYTES = 64 << 10
+# The largest zstd window accepted: Beam's (2 GB, `zstd --long=31`).
+ZSTD_MAX_WINDOW = 1 << 31
+
 
 class CompressionError(ValueError):
-    """The bytes are not a whole stream of the kind the name says."""
+    """The bytes are not whole streams of the kind the name says."""
 
 
 def kind(path: str) -> Optional[str]:
@@ -32,45 +36,113 @@ def kind(path: str) -> Optional[str]:
     return None
 
 
-def decompress(data: bytes, how: str) -> bytes:
-    """The decompressed bytes of a whole stream (every member of a multi-member gzip or bzip2
-    file, every frame of a zstd one). Raises CompressionError for bytes that are not such a
-    stream or stop before its end. An empty file holds nothing, whatever its name."""
-    if not data:
-        return b''
-    try:
-        if how == 'gzip':
-            return gzip.decompress(data)
-        if how == 'bzip2':
-            return bz2.decompress(data)
-        if how == 'xz':
-            return lzma.decompress(data)            # .xz and the older .lzma format
-        if how == 'deflate':
-            d = zlib.decompressobj()
-            out = d.decompress(data) + d.flush()
-            if not d.eof:
-                raise EOFError('the stream ends before its end marker')
-            return out
-        if how == 'zstd':
-            return _zstd(data)
-    except CompressionError:
-        raise
-    except (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError) as e:
-        raise CompressionError(f'not a readable {how} file ({e})') from None
+def _decompressor(how: str):
+    """A new decompressor of one stream (gzip member, bzip2 or xz stream, zstd frame): each has
+    decompress(), eof and unused_data."""
+    if how == 'gzip':
+        import zlib
+        return zlib.decompressobj(16 + zlib.MAX_WBITS)
+    if how == 'deflate':
+        import zlib
+        return zlib.decompressobj()         # a zlib stream, as Beam's DEFLATE reads it
+    if how == 'bzip2':
+        import bz2
+        return bz2.BZ2Decompressor()
+    if how == 'xz':
+        import lzma
+        return lzma.LZMADecompressor()      # .xz and the older .lzma format
+    if how == 'zstd':
+        import zstandard                    # a dependency of Beam's
+        return zstandard.ZstdDecompressor(max_window_size=ZSTD_MAX_WINDOW).decompressobj()
     raise ValueError(f'unknown compression {how!r}')
 
 
-def _zstd(data: bytes) -> bytes:
-    import zstandard                # a dependency of Beam's; imported only for a .zst file
-    out, rest = [], data
-    while rest:
-        d = zstandard.ZstdDecompressor().decompressobj()
-        try:
-            out.append(d.decompress(rest))
-        except zstandard.ZstdError as e:
-            raise CompressionError(f'not a readable zstd file ({e})') from None
-        if not d.eof:
-            raise CompressionError('not a readable zstd file (the stream ends before its end '
-                                   'marker)')
-        rest = d.unused_data
-    return b''.join(out)
+def _errors():
+    """What the decompressors raise for bad bytes (bzip2's is an OSError)."""
+    import lzma
+    import zlib
+    found = [OSError, EOFError, ValueError, zlib.error, lzma.LZMAError]
+    try:
+        import zstandard
+        found.append(zstandard.ZstdError)
+    except ImportError:
+        pass
+    return tuple(found)
+
+
+def chunks(raw: BinaryIO, how: str) -> Iterator[bytes]:
+    """The decompressed bytes of the file `raw`, in pieces, through every stream it holds (the
+    members of a concatenated gzip, the frames of a zstd file); deflate is one stream. Zero
+    bytes between or after streams are padding (as xz and GNU gzip take them). Raises
+    CompressionError at the first damaged byte, at a stream cut short, or at bytes after a
+    stream that do not start another."""
+    errors = _errors()
+    d = None
+    try:
+        while True:
+            data = raw.read(READ_BYTES)
+            if not data:
+                break
+            while data:
+                if d is None:
+                    if how != 'deflate':
+                        data = data.lstrip(b'\0')   # zero padding between or after streams
+                        if not data:
+                            break
+                    d = _decompressor(how)
+                out = d.decompress(data)
+                if out:
+                    yield out
+                if not d.eof:
+                    break
+                data = d.unused_data
+                d = None
+                if how == 'deflate' and (data or raw.read(1)):
+                    raise CompressionError('not a readable deflate file (bytes after the end '
+                                           'of its stream)')
+    except CompressionError:
+        raise
+    except errors as e:
+        raise CompressionError(f'not a readable {how} file ({e})') from None
+    if d is not None:
+        raise CompressionError(f'not a readable {how} file (it ends in the middle of a '
+                               'stream: cut short?)')
+
+
+def decompress(data: bytes, how: str) -> bytes:
+    """The decompressed bytes of a whole file held in memory (see `chunks`). An empty file
+    holds nothing, whatever its name."""
+    return b''.join(chunks(io.BytesIO(data), how))
+
+
+def lines(raw: BinaryIO, how: str) -> Iterator[bytes]:
+    """The lines of a compressed file, each with its newline (the last one may have none),
+    decompressed as they are read: memory holds a piece and a line, not the file."""
+    rest = b''
+    for piece in chunks(raw, how):
+        piece = rest + piece
+        cut = piece.rfind(b'\n') + 1
+        if cut:
+            yield from piece[:cut].splitlines(keepends=True)
+        rest = piece[cut:]
+    if rest:
+        yield rest
+
+
+def scan(raw: BinaryIO, how: str, head: int = 8192) -> Tuple[int, bytes]:
+    """(decompressed size, its first `head` bytes) of a whole compressed file, every stream
+    checked to its end, without holding the file."""
+    size, first = 0, []
+    for piece in chunks(raw, how):
+        if size < head:
+            first.append(piece[:head - size])
+        size += len(piece)
+    return size, b''.join(first)
+
+
+def read_local(path: str) -> bytes:
+    """A local file's bytes, decompressed when its name says so. Raises OSError, or
+    CompressionError (its message without the path)."""
+    how = kind(path)
+    with open(path, 'rb') as f:
+        return f.read() if how is None else b''.join(chunks(f, how))

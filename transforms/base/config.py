@@ -200,6 +200,8 @@ class Config(Mapping):
             return None
         try:
             return _read(path).decode('utf-8')
+        except compression.CompressionError as e:
+            raise ConfigError(f'{key}={path}: {e}') from None
         except (OSError, UnicodeDecodeError) as e:
             raise ConfigError(f'{key}={path}: cannot read ({e})') from None
 
@@ -242,22 +244,16 @@ def _exists(path: str) -> bool:
 
 def _read(path: str) -> bytes:
     """A config file's bytes, decompressed when its name says so (site.yaml.gz: base/
-    compression.py). Raises OSError, or ConfigError for a damaged compressed file."""
+    compression.py). Raises OSError, or CompressionError for a damaged compressed file."""
+    how = compression.kind(path)
     if '://' not in path:
-        with open(path, 'rb') as f:
-            raw = f.read()
+        f = open(path, 'rb')
     else:
         from apache_beam.io.filesystem import CompressionTypes
         from apache_beam.io.filesystems import FileSystems
-        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-            raw = f.read()
-    how = compression.kind(path)
-    if how is None:
-        return raw
-    try:
-        return compression.decompress(raw, how)
-    except compression.CompressionError as e:
-        raise ConfigError(f'config file {path}: {e}') from None
+        f = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+    with f:
+        return f.read() if how is None else b''.join(compression.chunks(f, how))
 
 
 def _read_site(path: str) -> dict:
@@ -266,6 +262,8 @@ def _read_site(path: str) -> dict:
         raise ConfigError(f'config file {path}: not found')
     try:
         raw = _read(path)
+    except compression.CompressionError as e:
+        raise ConfigError(f'config file {path}: {e}') from None
     except OSError as e:
         raise ConfigError(f'config file {path}: cannot read ({e})') from None
     if raw.lstrip().startswith(b'<'):
@@ -321,7 +319,7 @@ def read_recorded(path: str) -> Optional[Recorded]:
         return None
     try:
         raw = _read(path)
-    except OSError as e:
+    except (OSError, compression.CompressionError) as e:
         raise ConfigError(f'{path}: cannot read ({e})') from None
     try:
         doc = _load_yaml(raw.decode('utf-8')) or {}

@@ -5,7 +5,8 @@ driver from block headers alone (storage/container.py `scan_blocks`), so that ev
 a similar share however the inputs are split into files.
 """
 
-from typing import Iterator, List, NamedTuple, Optional, Sequence, Tuple
+import os
+from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 import fastavro
 from apache_beam.io.filesystem import CompressionTypes
@@ -15,7 +16,7 @@ from beamcrawl.transforms.base import compression
 from beamcrawl.transforms.base.errors import InputError
 from beamcrawl.transforms.storage import container, fs
 
-__all__ = ['Unit', 'avro_units', 'text_units', 'spread', 'read_unit_lines', 'read_text',
+__all__ = ['Unit', 'avro_units', 'text_units', 'spread', 'read_unit_lines', 'scan_text',
            'RECORDS_PER_UNIT', 'BYTES_PER_TEXT_UNIT']
 
 # Work-unit sizes: small enough to share the work evenly between processes, large enough that
@@ -35,6 +36,7 @@ class Unit(NamedTuple):
     raw_ok: bool = False           # records may be written back as their encoded bytes
     span: Optional[Tuple[int, int]] = None
     first_line: int = 1
+    read_from: Optional[str] = None  # a compressed text file's plain copy, which `span` is of
 
     @property
     def text_bytes(self) -> int:
@@ -93,35 +95,56 @@ def spread(units: Sequence[Unit], workers: int) -> List[Unit]:
         else out
 
 
-def read_text(path: str) -> bytes:
-    """A text input's bytes, decompressed when its name says so (seeds.txt.gz, as Nutch's
-    inject reads it through Hadoop: base/compression.py). Raises InputError, naming the file,
-    for a damaged compressed file."""
-    with fs.open_read(path) as f:
-        data = fs.read_all(f)
-    how = compression.kind(path)
-    if how is None:
-        return data
+_scanned: Dict[Tuple[str, int, int], Tuple[int, bytes]] = {}
+
+
+def scan_text(path: str) -> Tuple[int, bytes]:
+    """(size, first 8 kB) of a compressed text input once decompressed (seeds.txt.gz, as
+    Nutch's inject reads one through Hadoop: base/compression.py), every stream of it checked
+    to its end without holding it; remembered per local file and version, so that the seed
+    check and the cut into units decompress it once. Raises InputError, naming the file, for a
+    damaged one."""
+    key = None
+    if fs.is_local(path):
+        st = os.stat(path)
+        key = (path, st.st_size, st.st_mtime_ns)
+        if key in _scanned:
+            return _scanned[key]
     try:
-        return compression.decompress(data, how)
+        with fs.open_read(path) as f:
+            found = compression.scan(f, compression.kind(path))
     except compression.CompressionError as e:
         raise InputError(f'{path}: {e}') from None
+    if key is not None:
+        _scanned.clear()                    # one file at a time is enough
+        _scanned[key] = found
+    return found
 
 
-def text_units(inputs: Sequence[Tuple[str, str]], *, per_unit: int,
-               first_index: int = 0) -> List[Unit]:
+def text_units(inputs: Sequence[Tuple[str, str]], *, per_unit: int, first_index: int = 0,
+               scratch: Optional[str] = None) -> List[Unit]:
     """Units of about `per_unit` bytes over (tag, path) text files, cut at line starts; each
-    knows the number of its first line (for messages naming file:line). A compressed file is
-    one unit, its span over the decompressed bytes."""
+    knows the number of its first line (for messages naming file:line).
+
+    A compressed file (seeds.txt.gz) cannot be cut where it is: with a `scratch` directory (the
+    stage's working files, removed when it ends), the driver decompresses it once into a plain
+    copy there, cut into units as a plain file is; without one, it is one unit, read
+    decompressed as a stream."""
     units: List[Unit] = []
     index = first_index
-    for tag, path in inputs:
-        data = read_text(path)
-        if compression.kind(path):   # not splittable: one unit, read whole (as Hadoop reads it)
-            if data:
-                units.append(Unit(index, tag, path, span=(0, len(data))))
-                index += 1
+    for number, (tag, path) in enumerate(inputs):
+        if compression.kind(path):
+            if scratch is None:
+                size = scan_text(path)[0]
+                if size:
+                    units.append(Unit(index, tag, path, span=(0, size)))
+            else:
+                copy = fs.join(scratch, f'text-{number:05d}.txt')
+                units += _plain_copy_units(path, copy, tag, per_unit, index)
+            index = first_index + len(units)
             continue
+        with fs.open_read(path) as f:
+            data = fs.read_all(f)
         start, line = 0, 1
         while start < len(data):
             end = data.find(b'\n', min(start + per_unit, len(data)) - 1)
@@ -133,14 +156,50 @@ def text_units(inputs: Sequence[Tuple[str, str]], *, per_unit: int,
     return units
 
 
+def _plain_copy_units(path: str, copy: str, tag: str, per_unit: int, index: int) -> List[Unit]:
+    """Decompresses `path` into the plain file `copy` as a stream, and cuts it into units as
+    text_units cuts a plain file (at the first newline from `per_unit` bytes on)."""
+    units: List[Unit] = []
+    start, first_line, newlines, offset = 0, 1, 0, 0
+    try:
+        with fs.open_read(path) as raw, fs.create(copy) as out:
+            for piece in compression.chunks(raw, compression.kind(path)):
+                out.write(piece)
+                pos = 0
+                while True:
+                    look = max(start + per_unit - 1 - offset, pos)
+                    nl = piece.find(b'\n', look) if look < len(piece) else -1
+                    if nl < 0:
+                        newlines += piece.count(b'\n', pos)
+                        break
+                    newlines += piece.count(b'\n', pos, nl + 1)
+                    end = offset + nl + 1
+                    units.append(Unit(index + len(units), tag, path, span=(start, end),
+                                      first_line=first_line, read_from=copy))
+                    first_line, newlines, start, pos = first_line + newlines, 0, end, nl + 1
+                offset += len(piece)
+    except compression.CompressionError as e:
+        raise InputError(f'{path}: {e}') from None
+    if offset > start:
+        units.append(Unit(index + len(units), tag, path, span=(start, offset),
+                          first_line=first_line, read_from=copy))
+    return units
+
+
 def read_unit_lines(unit: Unit) -> Iterator[Tuple[int, bytes]]:
     """(line number, raw line) of a text unit."""
+    how = None if unit.read_from else compression.kind(unit.path)
+    if how:                         # the whole file, decompressed as it is read
+        try:
+            with fs.open_read(unit.path) as f:
+                yield from enumerate(compression.lines(f, how), unit.first_line)
+        except compression.CompressionError as e:
+            raise InputError(f'{unit.path}: {e}') from None
+        return
     start, end = unit.span
-    if compression.kind(unit.path):
-        data = read_text(unit.path)[start:end]
-    else:
-        with FileSystems.open(unit.path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-            f.seek(start)
-            data = f.read(end - start)
+    with FileSystems.open(unit.read_from or unit.path,
+                          compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        f.seek(start)
+        data = f.read(end - start)
     for number, raw in enumerate(data.splitlines(keepends=True), unit.first_line):
         yield number, raw
