@@ -8,8 +8,8 @@ import zlib
 import pytest
 import zstandard
 
-from beamcrawl.transforms.base.compression import (CompressionError, chunks, decompress, kind,
-                                                   lines, scan)
+from beamcrawl.transforms.base.compression import (CompressionError, chunks, decompress, head,
+                                                   kind, lines, scan)
 
 pytestmark = pytest.mark.unit
 
@@ -123,3 +123,18 @@ def test_lines_and_scan_stream_whatever_the_reads(how, data, step):
     assert list(lines(_Trickle(raw, step), how)) == text.splitlines(keepends=True)
     assert scan(_Trickle(raw, step), how) == (len(text), text[:8192])
     assert b''.join(chunks(_Trickle(raw, step), how)) == text
+
+
+def test_head_decompresses_no_further_than_it_needs():
+    """head() gives the first bytes and stops: a file damaged further on is not read there
+    (its reader, which reads it all, finds the damage)."""
+    import io
+    good = gzip.compress(TEXT)
+    assert head(io.BytesIO(good), 'gzip') == TEXT[:8192]
+    assert head(io.BytesIO(good), 'gzip', 10 ** 9) == TEXT
+    later_damage = good + b'garbage'
+    assert head(io.BytesIO(later_damage), 'gzip', 100) == TEXT[:100]
+    with pytest.raises(CompressionError):
+        scan(io.BytesIO(later_damage), 'gzip')
+    with pytest.raises(CompressionError):
+        head(io.BytesIO(b'plain text'), 'gzip')

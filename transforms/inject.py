@@ -20,7 +20,7 @@ from beamcrawl.transforms.engine.items import OLD, OLD_RAW, SEED, SEED_RAW
 from beamcrawl.transforms.engine.mapreduce import MapReduce
 from beamcrawl.transforms.engine.reducers import JoinReducer, Mapper
 from beamcrawl.transforms.engine.units import (BYTES_PER_TEXT_UNIT, RECORDS_PER_UNIT, Unit,
-                                               avro_units, read_unit_lines, scan_text, text_units)
+                                               avro_units, read_unit_lines, text_units)
 from beamcrawl.transforms.policy.inject import (InjectRules, SeedError, injected_datum,
                                                 merge_injected, parse_seed_line, pick_last)
 from beamcrawl.transforms.policy.urls import UrlPolicy
@@ -61,14 +61,15 @@ def seed_files(path: str) -> List[str]:
     else:
         files = [path]
     for name in files:
+        how = compression.kind(name)
         try:
-            if compression.kind(name):
-                head = scan_text(name)[1]           # every stream checked, to its end
-            else:
-                with fs.open_read(name) as f:
-                    head = f.read(8192)
+            with fs.open_read(name) as f:
+                # a compressed file's later bytes are checked as it is copied (text_units)
+                head = compression.head(f, how) if how else f.read(8192)
         except (IOError, OSError) as e:
             raise InputError(f'{name}: cannot read seeds ({e})') from None
+        except compression.CompressionError as e:
+            raise InputError(f'{name}: {e}') from None
         if b'\x00' in head:
             raise InputError(f'{name}: not a text file of seed URLs')
     return files

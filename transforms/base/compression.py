@@ -10,7 +10,7 @@ Plain Python, no Beam: a command reads its settings before it imports Beam (docs
 import io
 from typing import BinaryIO, Iterator, Optional, Tuple
 
-__all__ = ['SUFFIXES', 'kind', 'chunks', 'decompress', 'lines', 'scan', 'read_local',
+__all__ = ['SUFFIXES', 'kind', 'chunks', 'decompress', 'lines', 'head', 'scan', 'read_local',
            'CompressionError']
 
 # Suffix (lower case) → the kind of stream: the suffixes of Beam's CompressionTypes.AUTO.
@@ -127,6 +127,18 @@ def lines(raw: BinaryIO, how: str) -> Iterator[bytes]:
         rest = piece[cut:]
     if rest:
         yield rest
+
+
+def head(raw: BinaryIO, how: str, size: int = 8192) -> bytes:
+    """The first `size` decompressed bytes of a compressed file (fewer if it holds fewer),
+    decompressing no further: the streams after them are checked by whoever reads the rest."""
+    first, got = [], 0
+    for piece in chunks(raw, how):
+        first.append(piece)
+        got += len(piece)
+        if got >= size:
+            break
+    return b''.join(first)[:size]
 
 
 def scan(raw: BinaryIO, how: str, head: int = 8192) -> Tuple[int, bytes]:

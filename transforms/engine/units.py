@@ -5,8 +5,7 @@ driver from block headers alone (storage/container.py `scan_blocks`), so that ev
 a similar share however the inputs are split into files.
 """
 
-import os
-from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 import fastavro
 from apache_beam.io.filesystem import CompressionTypes
@@ -95,30 +94,15 @@ def spread(units: Sequence[Unit], workers: int) -> List[Unit]:
         else out
 
 
-_scanned: Dict[Tuple[str, int, int], Tuple[int, bytes]] = {}
-
-
 def scan_text(path: str) -> Tuple[int, bytes]:
-    """(size, first 8 kB) of a compressed text input once decompressed (seeds.txt.gz, as
-    Nutch's inject reads one through Hadoop: base/compression.py), every stream of it checked
-    to its end without holding it; remembered per local file and version, so that the seed
-    check and the cut into units decompress it once. Raises InputError, naming the file, for a
-    damaged one."""
-    key = None
-    if fs.is_local(path):
-        st = os.stat(path)
-        key = (path, st.st_size, st.st_mtime_ns)
-        if key in _scanned:
-            return _scanned[key]
+    """(size, first 8 kB) of a compressed text input once decompressed (seeds.txt.gz:
+    base/compression.py), every stream of it checked to its end without holding it. Raises
+    InputError, naming the file, for a damaged one."""
     try:
         with fs.open_read(path) as f:
-            found = compression.scan(f, compression.kind(path))
+            return compression.scan(f, compression.kind(path))
     except compression.CompressionError as e:
         raise InputError(f'{path}: {e}') from None
-    if key is not None:
-        _scanned.clear()                    # one file at a time is enough
-        _scanned[key] = found
-    return found
 
 
 def text_units(inputs: Sequence[Tuple[str, str]], *, per_unit: int, first_index: int = 0,
