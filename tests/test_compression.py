@@ -9,7 +9,7 @@ import pytest
 import zstandard
 
 from beamcrawl.transforms.base.compression import (CompressionError, chunks, decompress, head,
-                                                   kind, lines, scan)
+                                                   kind, lines, size)
 
 pytestmark = pytest.mark.unit
 
@@ -115,13 +115,14 @@ class _Trickle:
 @pytest.mark.parametrize('how, data', STREAMS, ids=IDS)
 @pytest.mark.parametrize('step', [1, 7, 1 << 20])
 def test_lines_and_scan_stream_whatever_the_reads(how, data, step):
-    """lines() gives the file's lines (the last without its newline kept as it is) and scan()
-    its size and head, however the raw bytes arrive."""
+    """lines() gives the file's lines (the last without its newline kept as it is), size() and
+    head() its size and first bytes, however the raw bytes arrive."""
     text = TEXT + b'last line without newline'
     raw = {'gzip': gzip.compress, 'bzip2': bz2.compress, 'deflate': zlib.compress,
            'zstd': zstandard.ZstdCompressor().compress}.get(how, lzma.compress)(text)
     assert list(lines(_Trickle(raw, step), how)) == text.splitlines(keepends=True)
-    assert scan(_Trickle(raw, step), how) == (len(text), text[:8192])
+    assert size(_Trickle(raw, step), how) == len(text)
+    assert head(_Trickle(raw, step), how) == text[:8192]
     assert b''.join(chunks(_Trickle(raw, step), how)) == text
 
 
@@ -135,6 +136,6 @@ def test_head_decompresses_no_further_than_it_needs():
     later_damage = good + b'garbage'
     assert head(io.BytesIO(later_damage), 'gzip', 100) == TEXT[:100]
     with pytest.raises(CompressionError):
-        scan(io.BytesIO(later_damage), 'gzip')
+        size(io.BytesIO(later_damage), 'gzip')
     with pytest.raises(CompressionError):
         head(io.BytesIO(b'plain text'), 'gzip')

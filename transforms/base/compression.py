@@ -8,9 +8,9 @@ Plain Python, no Beam: a command reads its settings before it imports Beam (docs
 """
 
 import io
-from typing import BinaryIO, Iterator, Optional, Tuple
+from typing import BinaryIO, Iterator, Optional
 
-__all__ = ['SUFFIXES', 'kind', 'chunks', 'decompress', 'lines', 'head', 'scan', 'read_local',
+__all__ = ['SUFFIXES', 'kind', 'chunks', 'decompress', 'lines', 'head', 'size', 'read_local',
            'CompressionError']
 
 # Suffix (lower case) → the kind of stream: the suffixes of Beam's CompressionTypes.AUTO.
@@ -141,15 +141,10 @@ def head(raw: BinaryIO, how: str, size: int = 8192) -> bytes:
     return b''.join(first)[:size]
 
 
-def scan(raw: BinaryIO, how: str, head: int = 8192) -> Tuple[int, bytes]:
-    """(decompressed size, its first `head` bytes) of a whole compressed file, every stream
-    checked to its end, without holding the file."""
-    size, first = 0, []
-    for piece in chunks(raw, how):
-        if size < head:
-            first.append(piece[:head - size])
-        size += len(piece)
-    return size, b''.join(first)
+def size(raw: BinaryIO, how: str) -> int:
+    """The decompressed size of a whole compressed file, every stream checked to its end,
+    without holding the file."""
+    return sum(len(piece) for piece in chunks(raw, how))
 
 
 def read_local(path: str) -> bytes:

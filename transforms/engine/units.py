@@ -15,7 +15,7 @@ from beamcrawl.transforms.base import compression
 from beamcrawl.transforms.base.errors import InputError
 from beamcrawl.transforms.storage import container, fs
 
-__all__ = ['Unit', 'avro_units', 'text_units', 'spread', 'read_unit_lines', 'scan_text',
+__all__ = ['Unit', 'avro_units', 'text_units', 'spread', 'read_unit_lines', 'text_size',
            'RECORDS_PER_UNIT', 'BYTES_PER_TEXT_UNIT']
 
 # Work-unit sizes: small enough to share the work evenly between processes, large enough that
@@ -94,13 +94,13 @@ def spread(units: Sequence[Unit], workers: int) -> List[Unit]:
         else out
 
 
-def scan_text(path: str) -> Tuple[int, bytes]:
-    """(size, first 8 kB) of a compressed text input once decompressed (seeds.txt.gz:
+def text_size(path: str) -> int:
+    """The size of a compressed text input once decompressed (seeds.txt.gz:
     base/compression.py), every stream of it checked to its end without holding it. Raises
     InputError, naming the file, for a damaged one."""
     try:
         with fs.open_read(path) as f:
-            return compression.scan(f, compression.kind(path))
+            return compression.size(f, compression.kind(path))
     except compression.CompressionError as e:
         raise InputError(f'{path}: {e}') from None
 
@@ -119,7 +119,7 @@ def text_units(inputs: Sequence[Tuple[str, str]], *, per_unit: int, first_index:
     for number, (tag, path) in enumerate(inputs):
         if compression.kind(path):
             if scratch is None:
-                size = scan_text(path)[0]
+                size = text_size(path)
                 if size:
                     units.append(Unit(index, tag, path, span=(0, size)))
             else:
