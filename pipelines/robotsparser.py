@@ -38,8 +38,9 @@ def run(args, cfg, now, beam_args):
     else:
         from beamcrawl.transforms.base import compression
         try:
-            lines = compression.read_local(args.urls).decode(
-                'utf-8', errors='replace').splitlines()
+            with open(args.urls, 'rb') as f:
+                raw = compression.read(f, compression.kind(args.urls))
+            lines = raw.decode('utf-8', errors='replace').splitlines()
         except OSError as e:
             raise UserError(f'{args.urls}: cannot read ({e.strerror})') from None
         except compression.CompressionError as e:

@@ -2,16 +2,21 @@
 
 import bz2
 import gzip
+import io
 import lzma
 import zlib
 
 import pytest
 import zstandard
 
-from beamcrawl.transforms.base.compression import (CompressionError, chunks, decompress, head,
-                                                   kind, lines, size)
+from beamcrawl.transforms.base.compression import (CompressionError, chunks, head, kind, lines,
+                                                   read, size)
 
 pytestmark = pytest.mark.unit
+
+def decompress(data, how):
+    return read(io.BytesIO(data), how)
+
 
 TEXT = b''.join(b'http://a.test/%d\n' % i for i in range(3000))
 
@@ -129,7 +134,6 @@ def test_lines_and_scan_stream_whatever_the_reads(how, data, step):
 def test_head_decompresses_no_further_than_it_needs():
     """head() gives the first bytes and stops: a file damaged further on is not read there
     (its reader, which reads it all, finds the damage)."""
-    import io
     good = gzip.compress(TEXT)
     assert head(io.BytesIO(good), 'gzip') == TEXT[:8192]
     assert head(io.BytesIO(good), 'gzip', 10 ** 9) == TEXT
@@ -139,3 +143,27 @@ def test_head_decompresses_no_further_than_it_needs():
         size(io.BytesIO(later_damage), 'gzip')
     with pytest.raises(CompressionError):
         head(io.BytesIO(b'plain text'), 'gzip')
+
+
+def test_an_error_reading_the_file_is_not_called_damage():
+    """An OSError of the file itself (a disk, a store) passes as it is: the command's own
+    advice for it applies, not 'not a readable gzip file'."""
+    class Failing:
+        def __init__(self):
+            self.reads = 0
+
+        def read(self, n=-1):
+            self.reads += 1
+            if self.reads > 1:
+                raise OSError(5, 'Input/output error')
+            return gzip.compress(TEXT)[:100]
+
+    with pytest.raises(OSError) as raised:
+        b''.join(chunks(Failing(), 'gzip'))
+    assert not isinstance(raised.value, CompressionError) and raised.value.errno == 5
+
+
+def test_a_line_longer_than_many_pieces_is_whole():
+    line = b'x' * (3 * 1024 * 1024)
+    data = gzip.compress(line + b'\nshort\n' + line)
+    assert list(lines(io.BytesIO(data), 'gzip')) == [line + b'\n', b'short\n', line]

@@ -7,11 +7,9 @@ Plain Python, no Beam: a command reads its settings before it imports Beam (docs
 "The fetch's head start"). The decompressors are imported on first use.
 """
 
-import io
 from typing import BinaryIO, Iterator, Optional
 
-__all__ = ['SUFFIXES', 'kind', 'chunks', 'decompress', 'lines', 'head', 'size', 'read_local',
-           'CompressionError']
+__all__ = ['SUFFIXES', 'kind', 'chunks', 'read', 'lines', 'head', 'size', 'CompressionError']
 
 # Suffix (lower case) → the kind of stream: the suffixes of Beam's CompressionTypes.AUTO.
 SUFFIXES = {'.gz': 'gzip', '.bz2': 'bzip2', '.deflate': 'deflate', '.zst': 'zstd',
@@ -58,7 +56,8 @@ def _decompressor(how: str):
 
 
 def _errors():
-    """What the decompressors raise for bad bytes (bzip2's is an OSError)."""
+    """What the decompressors raise for bad bytes (bzip2's is an OSError: only their own
+    calls are guarded, not the reads of the file)."""
     import lzma
     import zlib
     found = [OSError, EOFError, ValueError, zlib.error, lzma.LZMAError]
@@ -75,58 +74,57 @@ def chunks(raw: BinaryIO, how: str) -> Iterator[bytes]:
     members of a concatenated gzip, the frames of a zstd file); deflate is one stream. Zero
     bytes between or after streams are padding (as xz and GNU gzip take them). Raises
     CompressionError at the first damaged byte, at a stream cut short, or at bytes after a
-    stream that do not start another."""
+    stream that do not start another; an error of `raw` itself (OSError) passes as it is."""
     errors = _errors()
     d = None
-    try:
-        while True:
-            data = raw.read(READ_BYTES)
-            if not data:
-                break
-            while data:
-                if d is None:
-                    if how != 'deflate':
-                        data = data.lstrip(b'\0')   # zero padding between or after streams
-                        if not data:
-                            break
-                    d = _decompressor(how)
+    while True:
+        data = raw.read(READ_BYTES)
+        if not data:
+            break
+        while data:
+            if d is None:
+                if how != 'deflate':
+                    data = data.lstrip(b'\0')   # zero padding between or after streams
+                    if not data:
+                        break
+                d = _decompressor(how)
+            try:
                 out = d.decompress(data)
-                if out:
-                    yield out
-                if not d.eof:
-                    break
-                data = d.unused_data
-                d = None
-                if how == 'deflate' and (data or raw.read(1)):
-                    raise CompressionError('not a readable deflate file (bytes after the end '
-                                           'of its stream)')
-    except CompressionError:
-        raise
-    except errors as e:
-        raise CompressionError(f'not a readable {how} file ({e})') from None
+            except errors as e:
+                raise CompressionError(f'not a readable {how} file ({e})') from None
+            if out:
+                yield out
+            if not d.eof:
+                break
+            data = d.unused_data
+            d = None
+            if how == 'deflate' and (data or raw.read(1)):
+                raise CompressionError('not a readable deflate file (bytes after the end of '
+                                       'its stream)')
     if d is not None:
         raise CompressionError(f'not a readable {how} file (it ends in the middle of a '
                                'stream: cut short?)')
 
 
-def decompress(data: bytes, how: str) -> bytes:
-    """The decompressed bytes of a whole file held in memory (see `chunks`). An empty file
-    holds nothing, whatever its name."""
-    return b''.join(chunks(io.BytesIO(data), how))
+def read(raw: BinaryIO, how: Optional[str]) -> bytes:
+    """The whole of the file `raw`: as it is (`how` None), else decompressed (see `chunks`).
+    An empty file holds nothing, whatever its name."""
+    return raw.read() if how is None else b''.join(chunks(raw, how))
 
 
 def lines(raw: BinaryIO, how: str) -> Iterator[bytes]:
     """The lines of a compressed file, each with its newline (the last one may have none),
     decompressed as they are read: memory holds a piece and a line, not the file."""
-    rest = b''
+    rest: list = []                     # the pieces of a line not ended yet
     for piece in chunks(raw, how):
-        piece = rest + piece
         cut = piece.rfind(b'\n') + 1
-        if cut:
-            yield from piece[:cut].splitlines(keepends=True)
-        rest = piece[cut:]
+        if not cut:
+            rest.append(piece)
+            continue
+        yield from b''.join(rest + [piece[:cut]]).splitlines(keepends=True)
+        rest = [piece[cut:]] if cut < len(piece) else []
     if rest:
-        yield rest
+        yield b''.join(rest)
 
 
 def head(raw: BinaryIO, how: str, size: int = 8192) -> bytes:
@@ -145,11 +143,3 @@ def size(raw: BinaryIO, how: str) -> int:
     """The decompressed size of a whole compressed file, every stream checked to its end,
     without holding the file."""
     return sum(len(piece) for piece in chunks(raw, how))
-
-
-def read_local(path: str) -> bytes:
-    """A local file's bytes, decompressed when its name says so. Raises OSError, or
-    CompressionError (its message without the path)."""
-    how = kind(path)
-    with open(path, 'rb') as f:
-        return f.read() if how is None else b''.join(chunks(f, how))

@@ -253,7 +253,7 @@ def _read(path: str) -> bytes:
         from apache_beam.io.filesystems import FileSystems
         f = FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
     with f:
-        return f.read() if how is None else b''.join(compression.chunks(f, how))
+        return compression.read(f, how)
 
 
 def _read_site(path: str) -> dict:
